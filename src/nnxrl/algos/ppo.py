@@ -1,0 +1,326 @@
+"""Proximal policy optimisation (Schulman et al. 2017) over batched envs.
+
+One update = ``collect_rollout`` (T steps of B envs) -> ``compute_advantages``
+(GAE) -> ``num_epochs`` x ``update_epoch`` (shuffle, then ``update_minibatch``
+per minibatch) -> ``summarize`` (fixed-shape metrics). ``make_ppo`` binds the
+configuration with ``functools.partial`` and returns two pure functions, ``init``
+and ``train_chunk``; the caller jits (and vmaps over seeds) only those.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from nnxrl.config import Config
+from nnxrl.envs import VecEnv
+from nnxrl.networks import ActorCritic
+from nnxrl.ops.gae import bootstrap_values, compute_gae
+from nnxrl.ops.losses import normalize, policy_loss, value_loss
+from nnxrl.ops.minibatch import flatten_time, shuffle_into_minibatches
+from nnxrl.types import Batch, Hyperparams, RunState, Transition, UpdateState
+
+
+class PPO(NamedTuple):
+    """The algorithm's pure functions, configuration already bound."""
+
+    init: Callable[[jax.Array], RunState]  # key -> RunState
+    train_chunk: Callable[[RunState, Hyperparams], tuple[RunState, dict]]
+    graphdef: Any  # the network's structure, for rebuilding it from params
+
+
+def hyperparams_from(config: Config) -> Hyperparams:
+    p = config.ppo
+    return Hyperparams(
+        *(
+            jnp.float32(v)
+            for v in (
+                p.learning_rate,
+                p.ent_coef,
+                p.vf_coef,
+                p.clip_eps,
+                p.value_clip_eps,
+                p.gamma,
+                p.gae_lambda,
+                p.max_grad_norm,
+            )
+        )
+    )
+
+
+def build_network(config: Config, env: VecEnv, key: jax.Array) -> ActorCritic:
+    n = config.network
+    return ActorCritic(
+        env.spec.obs_shape,
+        env.spec.num_actions,
+        n.num_layers,
+        n.width,
+        n.activation,
+        n.conv_features,
+        rngs=nnx.Rngs(params=key),
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Phases
+# --------------------------------------------------------------------------------------
+
+
+def init(
+    key: jax.Array, *, env: VecEnv, make_network: Callable, tx: optax.GradientTransformation
+) -> RunState:
+    net_key, env_key, key = jax.random.split(key, 3)
+    _, params = nnx.split(make_network(net_key))
+    obs, env_state = env.reset(env_key)
+    return RunState(
+        params=params,
+        opt_state=tx.init(params),
+        env_state=env_state,
+        obs=obs,
+        key=key,
+        update=jnp.int32(0),
+    )
+
+
+def collect_rollout(
+    run_state: RunState, *, env: VecEnv, graphdef: Any, num_steps: int
+) -> tuple[RunState, Transition, jax.Array]:
+    """Act for num_steps in every env. Returns the advanced state, the Transitions
+    [T, B] and V(obs) [B] for the observation after the last step."""
+    model = nnx.merge(graphdef, run_state.params)
+
+    def env_step(carry, _):
+        obs, env_state, key = carry
+        key, action_key, step_key = jax.random.split(key, 3)
+        dist, value = model(obs)
+        action = dist.sample(action_key)
+        env_state, out = env.step(step_key, env_state, action)
+        transition = Transition(
+            obs=obs,
+            action=action,
+            log_prob=dist.log_prob(action),
+            value=value,
+            reward=out.reward,
+            terminated=out.terminated,
+            truncated=out.truncated,
+            final_value=model.value(out.final_obs),
+            episode=out.episode,
+        )
+        return (out.obs, env_state, key), transition
+
+    carry = (run_state.obs, run_state.env_state, run_state.key)
+    (obs, env_state, key), trajectory = jax.lax.scan(env_step, carry, length=num_steps)
+    run_state = run_state.replace(obs=obs, env_state=env_state, key=key)
+    return run_state, trajectory, model.value(obs)
+
+
+def compute_advantages(
+    trajectory: Transition, last_value: jax.Array, hp: Hyperparams
+) -> tuple[jax.Array, jax.Array]:
+    """GAE advantages and value targets, [T, B] each."""
+    t = trajectory
+    next_values = bootstrap_values(t.value, last_value, t.final_value, t.truncated)
+    return compute_gae(
+        t.reward,
+        t.value,
+        next_values,
+        t.terminated,
+        jnp.logical_or(t.terminated, t.truncated),
+        hp.gamma,
+        hp.gae_lambda,
+    )
+
+
+def ppo_loss(
+    params: Any,
+    minibatch: Batch,
+    hp: Hyperparams,
+    *,
+    graphdef: Any,
+    clip_value: bool,
+    normalize_minibatch: bool,
+) -> tuple[jax.Array, dict]:
+    """L = L_policy + c_v L_value - c_e H on one minibatch; returns (L, loss metrics)."""
+    dist, value = nnx.merge(graphdef, params)(minibatch.obs)
+    log_prob = dist.log_prob(minibatch.action)
+    advantage = normalize(minibatch.advantage) if normalize_minibatch else minibatch.advantage
+    pol, approx_kl, clip_fraction = policy_loss(
+        log_prob, minibatch.log_prob, advantage, hp.clip_eps
+    )
+    val = value_loss(
+        value, minibatch.value, minibatch.target, hp.value_clip_eps if clip_value else None
+    )
+    entropy = dist.entropy().mean()
+    total = pol + hp.vf_coef * val - hp.ent_coef * entropy
+    return total, {
+        "loss/total": total,
+        "loss/policy": pol,
+        "loss/value": val,
+        "loss/entropy": entropy,
+        "stats/approx_kl": approx_kl,
+        "stats/clip_fraction": clip_fraction,
+    }
+
+
+def clip_by_global_norm(grads: Any, max_norm: jax.Array) -> tuple[Any, jax.Array]:
+    """g * min(1, max_norm / ||g||); returns the clipped grads and ||g||."""
+    norm = optax.global_norm(grads)
+    scale = jnp.minimum(1.0, max_norm / jnp.maximum(norm, 1e-12))
+    return jax.tree.map(lambda g: g * scale, grads), norm
+
+
+def update_minibatch(
+    state: UpdateState,
+    minibatch: Batch,
+    hp: Hyperparams,
+    *,
+    loss_fn: Callable,
+    tx: optax.GradientTransformation,
+    lr_schedule: Callable,
+) -> tuple[UpdateState, dict]:
+    """One optimiser step: clip the gradient's global norm, Adam, scaled step size."""
+    grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, minibatch, hp)
+    grads, grad_norm = clip_by_global_norm(grads, hp.max_grad_norm)
+    direction, opt_state = tx.update(grads, state.opt_state, state.params)
+    lr = hp.learning_rate * lr_schedule(state.opt_step)
+    params = jax.tree.map(lambda p, d: p - lr * d, state.params, direction)
+    metrics = {**metrics, "stats/grad_norm": grad_norm, "stats/learning_rate": lr}
+    return UpdateState(params, opt_state, state.opt_step + 1), metrics
+
+
+def update_epoch(
+    carry: tuple[UpdateState, jax.Array],
+    _: Any,
+    batch: Batch,
+    hp: Hyperparams,
+    *,
+    step_fn: Callable,
+    num_minibatches: int,
+) -> tuple[tuple[UpdateState, jax.Array], dict]:
+    """Reshuffle the batch, then one optimiser step per minibatch."""
+    state, key = carry
+    key, shuffle_key = jax.random.split(key)
+    minibatches = shuffle_into_minibatches(shuffle_key, batch, num_minibatches)
+    state, metrics = jax.lax.scan(partial(step_fn, hp=hp), state, minibatches)
+    return (state, key), metrics
+
+
+def summarize(
+    trajectory: Transition, batch: Batch, loss_metrics: dict, achievement_names: tuple[str, ...]
+) -> dict:
+    """Fixed-shape scalars for one update: episode means over episodes that ended
+    in it (with their count, so the host can report null for none), losses averaged
+    over epochs and minibatches, and the value function's explained variance."""
+    ended = jnp.logical_or(trajectory.terminated, trajectory.truncated).astype(jnp.float32)
+    count = ended.sum()
+
+    def episode_mean(x):
+        weights = ended.reshape(ended.shape + (1,) * (x.ndim - 2))
+        return (x * weights).sum(axis=(0, 1)) / jnp.maximum(count, 1.0)
+
+    metrics = {k: v.mean() for k, v in loss_metrics.items()}
+    metrics["episode_count"] = count
+    metrics["episode_return"] = episode_mean(trajectory.episode["return"])
+    metrics["episode_length"] = episode_mean(trajectory.episode["length"])
+    if achievement_names:
+        rates = episode_mean(trajectory.episode["achievements"])
+        metrics.update({f"achievements/{n}": rates[i] for i, n in enumerate(achievement_names)})
+    metrics["reward/extrinsic"] = trajectory.reward.mean()
+    residual = jnp.var(batch.target - batch.value)
+    metrics["stats/explained_variance"] = 1.0 - residual / jnp.maximum(jnp.var(batch.target), 1e-8)
+    return metrics
+
+
+def train_update(
+    run_state: RunState,
+    _: Any,
+    hp: Hyperparams,
+    *,
+    rollout_fn: Callable,
+    epoch_fn: Callable,
+    num_epochs: int,
+    steps_per_update: int,
+    advantage_normalization: str,
+    achievement_names: tuple[str, ...],
+) -> tuple[RunState, dict]:
+    """One PPO iteration: collect, estimate advantages, optimise, summarise."""
+    run_state, trajectory, last_value = rollout_fn(run_state)
+    advantages, targets = compute_advantages(trajectory, last_value, hp)
+    if advantage_normalization == "batch":
+        advantages = normalize(advantages)
+    batch = Batch(
+        obs=trajectory.obs,
+        action=trajectory.action,
+        log_prob=trajectory.log_prob,
+        value=trajectory.value,
+        advantage=advantages,
+        target=targets,
+    )
+    batch = flatten_time(batch)
+    key, epoch_key = jax.random.split(run_state.key)
+    start = UpdateState(run_state.params, run_state.opt_state, run_state.update * steps_per_update)
+    (state, _), loss_metrics = jax.lax.scan(
+        partial(epoch_fn, batch=batch, hp=hp), (start, epoch_key), length=num_epochs
+    )
+    run_state = run_state.replace(
+        params=state.params, opt_state=state.opt_state, key=key, update=run_state.update + 1
+    )
+    return run_state, summarize(trajectory, batch, loss_metrics, achievement_names)
+
+
+def train_chunk(
+    run_state: RunState, hp: Hyperparams, *, update_fn: Callable, num_updates: int
+) -> tuple[RunState, dict]:
+    """num_updates PPO iterations as one scan; metrics are [num_updates] per key."""
+    return jax.lax.scan(partial(update_fn, hp=hp), run_state, length=num_updates)
+
+
+# --------------------------------------------------------------------------------------
+# Assembly
+# --------------------------------------------------------------------------------------
+
+
+def linear_decay(total_steps: int) -> Callable[[jax.Array], jax.Array]:
+    """Multiplier 1 -> 0 over optimiser steps 0 .. total_steps - 1 (exactly 0 at the last)."""
+    return lambda step: 1.0 - step / max(total_steps - 1, 1)
+
+
+def make_ppo(config: Config, env: VecEnv) -> PPO:
+    """Bind the configuration onto the phases; returns init and train_chunk."""
+    p = config.ppo
+    make_network = partial(build_network, config, env)
+    graphdef, _ = nnx.split(jax.eval_shape(make_network, jax.random.key(0)))
+    tx = optax.scale_by_adam(eps=p.adam_eps)
+    steps_per_update = p.num_epochs * p.num_minibatches
+    total_steps = config.num_updates * steps_per_update
+    lr_schedule = linear_decay(total_steps) if p.anneal_lr else (lambda step: 1.0)
+
+    loss_fn = partial(
+        ppo_loss,
+        graphdef=graphdef,
+        clip_value=p.clip_value,
+        normalize_minibatch=p.advantage_normalization == "minibatch",
+    )
+    step_fn = partial(update_minibatch, loss_fn=loss_fn, tx=tx, lr_schedule=lr_schedule)
+    epoch_fn = partial(update_epoch, step_fn=step_fn, num_minibatches=p.num_minibatches)
+    rollout_fn = partial(collect_rollout, env=env, graphdef=graphdef, num_steps=p.num_steps)
+    update_fn = partial(
+        train_update,
+        rollout_fn=rollout_fn,
+        epoch_fn=epoch_fn,
+        num_epochs=p.num_epochs,
+        steps_per_update=steps_per_update,
+        advantage_normalization=p.advantage_normalization,
+        achievement_names=env.spec.achievement_names,
+    )
+    return PPO(
+        init=partial(init, env=env, make_network=make_network, tx=tx),
+        train_chunk=partial(train_chunk, update_fn=update_fn, num_updates=config.updates_per_chunk),
+        graphdef=graphdef,
+    )

@@ -1,0 +1,340 @@
+"""Typed, frozen configuration: YAML -> validated dataclasses, with dotted overrides.
+
+Every key a YAML file may hold is a field below, documented once in its ``doc``.
+Loading rejects unknown keys, wrong types, out-of-range values and impossible
+combinations before anything is compiled, naming the key, the value and what is
+allowed. Nothing inside a jitted program reads these objects: the training code
+binds what it needs with ``functools.partial`` at build time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A configuration value is unknown, of the wrong type, out of range or inconsistent."""
+
+
+def _field(
+    default: Any,
+    doc: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+) -> Any:
+    """A config field with its documentation and (optional) numeric bounds."""
+    meta = {"doc": doc, "low": low, "high": high, "low_open": low_open}
+    if isinstance(default, (dict, list)) or dataclasses.is_dataclass(default):
+        factory = default if callable(default) else (lambda d=default: d)
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _section(cls: type, doc: str) -> Any:
+    return field(default_factory=cls, metadata={"doc": doc})
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    id: str = _field("CartPole-v1", "Environment id: any gymnax id or a Craftax id.")
+    num_envs: int = _field(4, "Parallel environments per seed.", low=1)
+    reset_ratio: int = _field(
+        1,
+        "Craftax optimistic reset: envs per freshly generated world each step "
+        "(1 = every env resets on its own). Must divide num_envs.",
+        low=1,
+    )
+    kwargs: dict = _field({}, "Keyword arguments for the environment constructor (gymnax).")
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    num_layers: int = _field(2, "Hidden layers in each of the actor and critic MLPs.", low=1)
+    width: int = _field(64, "Units per hidden layer.", low=1)
+    activation: Literal["tanh", "relu", "gelu", "silu"] = _field("tanh", "Hidden activation.")
+    conv_features: tuple = _field(
+        (32, 64, 64),
+        "Channels of the 3x3 stride-2 conv torso used for image observations (rank 3).",
+    )
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    num_steps: int = _field(128, "Rollout length per env per update.", low=1)
+    num_epochs: int = _field(4, "Passes over each rollout batch.", low=1)
+    num_minibatches: int = _field(4, "Minibatches per epoch.", low=1)
+    learning_rate: float = _field(
+        2.5e-4, "Adam step size (start of the schedule).", low=0, low_open=True
+    )
+    anneal_lr: bool = _field(
+        True, "Anneal the step size linearly to exactly zero on the last optimiser step."
+    )
+    adam_eps: float = _field(1e-5, "Adam epsilon.", low=0, low_open=True)
+    gamma: float = _field(0.99, "Discount factor.", low=0, high=1)
+    gae_lambda: float = _field(0.95, "GAE lambda.", low=0, high=1)
+    clip_eps: float = _field(0.2, "Policy-ratio clip epsilon.", low=0)
+    clip_value: bool = _field(True, "Clip the value loss around the rollout's values.")
+    value_clip_eps: float = _field(0.2, "Value clip range (used when clip_value).", low=0)
+    ent_coef: float = _field(0.01, "Entropy bonus coefficient.", low=0)
+    vf_coef: float = _field(0.5, "Value loss coefficient.", low=0)
+    max_grad_norm: float = _field(0.5, "Global gradient-norm clip.", low=0, low_open=True)
+    advantage_normalization: Literal["minibatch", "batch", "none"] = _field(
+        "minibatch", "Where advantages are normalised to zero mean, unit std."
+    )
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    updates_per_chunk: int | None = _field(
+        None,
+        "Updates per compiled chunk between host hand-offs (None: automatic, about 50 "
+        "chunks). Must divide the number of updates.",
+        low=1,
+    )
+    print_every: int = _field(10, "Print a summary line every this many chunks.", low=1)
+
+
+@dataclass(frozen=True)
+class Config:
+    seed: int = _field(0, "Base PRNG seed; seed i of num_seeds uses fold_in(seed, i).", low=0)
+    num_seeds: int = _field(1, "Independent seeds trained in one compiled program.", low=1)
+    total_env_steps: int = _field(500_000, "Environment steps per seed.", low=1)
+    env: EnvConfig = _section(EnvConfig, "Environment and batching.")
+    network: NetworkConfig = _section(NetworkConfig, "Actor and critic networks.")
+    ppo: PPOConfig = _section(PPOConfig, "PPO hyperparameters.")
+    logging: LoggingConfig = _section(LoggingConfig, "Host-side hand-off and printing.")
+
+    # Derived quantities ---------------------------------------------------------------
+    @property
+    def batch_size(self) -> int:
+        """Transitions per update per seed: num_envs * num_steps."""
+        return self.env.num_envs * self.ppo.num_steps
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.batch_size // self.ppo.num_minibatches
+
+    @property
+    def num_updates(self) -> int:
+        return self.total_env_steps // self.batch_size
+
+    @property
+    def updates_per_chunk(self) -> int:
+        """Updates per compiled chunk: the configured value, or the largest divisor of
+        num_updates that gives at least ~50 chunks."""
+        if self.logging.updates_per_chunk is not None:
+            return self.logging.updates_per_chunk
+        target = max(1, self.num_updates // 50)
+        return max(d for d in range(1, target + 1) if self.num_updates % d == 0)
+
+
+# --------------------------------------------------------------------------------------
+# Loading and validation
+# --------------------------------------------------------------------------------------
+
+
+def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) is Literal:
+        return " | ".join(repr(a) for a in typing.get_args(tp))
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        return " | ".join(_type_name(a) for a in typing.get_args(tp))
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(key: str, value: Any, tp: Any, meta: Mapping[str, Any]) -> Any:
+    """Check ``value`` against the annotation ``tp`` and the bounds in ``meta``."""
+    origin = typing.get_origin(tp)
+    if isinstance(tp, types.UnionType) or origin is typing.Union:
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(key, value, arg, meta)
+            except ConfigError as e:
+                errors.append(e)
+        raise errors[0]
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise ConfigError(f"{key}: {value!r} is not allowed; choose one of {list(allowed)}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not (
+            isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        ):
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        value = int(value)
+    elif tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: expected a number, got {value!r}")
+        value = float(value)
+    elif tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        return value
+    elif tp is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{key}: expected a mapping, got {value!r}")
+        return dict(value)
+    elif tp is tuple:
+        if not isinstance(value, (list, tuple)) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value
+        ):
+            raise ConfigError(f"{key}: expected a list of positive integers, got {value!r}")
+        return tuple(value)
+    low, high = meta.get("low"), meta.get("high")
+    if low is not None and (value < low or (meta.get("low_open") and value == low)):
+        op = ">" if meta.get("low_open") else ">="
+        raise ConfigError(f"{key}: {value!r} is out of range; it must be {op} {low}")
+    if high is not None and value > high:
+        raise ConfigError(f"{key}: {value!r} is out of range; it must be <= {high}")
+    return value
+
+
+def _build(cls: type, data: Mapping[str, Any], prefix: str = "") -> Any:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(str(key), list(fields), n=1)
+        hint = f"; did you mean {prefix}{close[0]!s}?" if close else ""
+        raise ConfigError(f"unknown key {prefix}{key}{hint} Known keys here: {sorted(fields)}")
+    kwargs = {}
+    for name, value in data.items():
+        tp = hints[name]
+        if dataclasses.is_dataclass(tp):
+            kwargs[name] = _build(tp, value or {}, f"{prefix}{name}.")
+        else:
+            kwargs[name] = _coerce(f"{prefix}{name}", value, tp, fields[name].metadata)
+    return cls(**kwargs)
+
+
+def validate(config: Config) -> Config:
+    """Reject impossible combinations; returns the config unchanged when it is sound."""
+    from nnxrl.envs import check_env_config  # local import: envs imports heavy modules
+
+    env, ppo = config.env, config.ppo
+    if env.num_envs % env.reset_ratio:
+        raise ConfigError(
+            f"env.reset_ratio: {env.reset_ratio} does not divide env.num_envs={env.num_envs}; "
+            "choose a divisor of num_envs"
+        )
+    if config.batch_size % ppo.num_minibatches:
+        raise ConfigError(
+            f"ppo.num_minibatches: {ppo.num_minibatches} does not divide the batch of "
+            f"env.num_envs * ppo.num_steps = {env.num_envs} * {ppo.num_steps} = "
+            f"{config.batch_size} transitions; choose a divisor of {config.batch_size}"
+        )
+    if config.total_env_steps < config.batch_size:
+        raise ConfigError(
+            f"total_env_steps: {config.total_env_steps} is below one batch of "
+            f"env.num_envs * ppo.num_steps = {config.batch_size}; it must be at least that"
+        )
+    chunk = config.logging.updates_per_chunk
+    if chunk is not None and config.num_updates % chunk:
+        raise ConfigError(
+            f"logging.updates_per_chunk: {chunk} does not divide the {config.num_updates} "
+            f"updates (total_env_steps // (num_envs * num_steps)); choose a divisor"
+        )
+    check_env_config(env)
+    return config
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``"ppo.learning_rate=3e-4"`` -> ``("ppo.learning_rate", 3e-4)`` (value parsed as YAML)."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r}: expected KEY=VALUE, e.g. ppo.learning_rate=3e-4")
+    key, raw = text.split("=", 1)
+    return key.strip(), yaml.safe_load(raw) if raw.strip() else None
+
+
+def apply_overrides(data: dict, overrides: Iterable[str]) -> dict:
+    """Set dotted keys in a nested dict (a copy); unknown keys are caught by validation."""
+    data = _deep_copy(data)
+    for text in overrides:
+        key, value = parse_override(text)
+        node = data
+        parts = key.split(".")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"override {text!r}: {part} is not a section")
+            node = child
+        node[parts[-1]] = value
+    return data
+
+
+def _deep_copy(data: Any) -> Any:
+    if isinstance(data, Mapping):
+        return {k: _deep_copy(v) for k, v in data.items()}
+    return data
+
+
+def from_dict(data: Mapping[str, Any], overrides: Iterable[str] = ()) -> Config:
+    """Build and validate a Config from plain data plus dotted ``KEY=VALUE`` overrides."""
+    return validate(_build(Config, apply_overrides(dict(data or {}), overrides)))
+
+
+def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
+    """Load a YAML config file, apply overrides, validate."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {e}") from e
+    return from_dict(data, overrides)
+
+
+def to_dict(config: Any) -> dict:
+    """The resolved config as plain data (tuples become lists), e.g. for config.yaml."""
+    out = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if dataclasses.is_dataclass(value):
+            value = to_dict(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[f.name] = value
+    return out
+
+
+def dump(config: Config, path: str | Path) -> None:
+    Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
+
+
+def describe(cls: type = Config, prefix: str = "") -> list[tuple[str, str, str]]:
+    """(key, default, doc) for every key, for documentation and ``--help``."""
+    rows = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            rows += describe(tp, f"{prefix}{f.name}.")
+        else:
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            rows.append((f"{prefix}{f.name}", repr(default), f.metadata["doc"]))
+    return rows

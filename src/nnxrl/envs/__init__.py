@@ -1,0 +1,51 @@
+"""Environments: ``make_env`` builds a batched, self-resetting env with episode
+statistics for any gymnax id or Craftax id."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
+from nnxrl.envs.craftax_env import CRAFTAX_IDS, make_craftax_env
+from nnxrl.envs.episode_stats import with_episode_statistics
+from nnxrl.envs.gymnax_env import gymnax_ids, make_gymnax_env
+
+if TYPE_CHECKING:
+    from nnxrl.config import EnvConfig
+
+__all__ = ["EnvSpec", "EnvStep", "VecEnv", "make_env", "check_env_config", "known_env_ids"]
+
+
+def known_env_ids() -> dict[str, list[str]]:
+    """Known env ids by family."""
+    return {"gymnax": gymnax_ids(), "craftax": list(CRAFTAX_IDS)}
+
+
+def check_env_config(env: EnvConfig) -> None:
+    """Raise ConfigError for an unknown id or an option the env's family lacks."""
+    from nnxrl.config import ConfigError
+
+    families = known_env_ids()
+    if env.id in families["craftax"]:
+        if env.kwargs:
+            raise ConfigError(f"env.kwargs: Craftax envs take no kwargs, got {env.kwargs}")
+        return
+    if env.id in families["gymnax"]:
+        if env.reset_ratio != 1:
+            raise ConfigError(
+                f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only; "
+                f"{env.id} resets itself, so it must be 1"
+            )
+        return
+    listing = "; ".join(f"{fam}: {', '.join(ids)}" for fam, ids in families.items())
+    raise ConfigError(f"env.id: unknown environment {env.id!r}. Known families: {listing}")
+
+
+def make_env(env: EnvConfig) -> VecEnv:
+    """The batched env (with episode statistics) that ``env`` describes."""
+    check_env_config(env)
+    if env.id in CRAFTAX_IDS:
+        vec = make_craftax_env(env.id, env.num_envs, env.reset_ratio)
+    else:
+        vec = make_gymnax_env(env.id, env.num_envs, **env.kwargs)
+    return with_episode_statistics(vec)

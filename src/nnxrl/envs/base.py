@@ -1,0 +1,57 @@
+"""The batched-environment interface every algorithm sees.
+
+An env here is always a batch of ``num_envs`` copies that reset themselves: ``reset``
+gives the first observations, ``step`` advances all copies one step and starts new
+episodes where old ones ended. Each backend (gymnax, Craftax) builds one, and
+``EpisodeStatistics`` wraps any of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+
+
+class EnvSpec(NamedTuple):
+    """Static facts about an environment."""
+
+    id: str
+    obs_shape: tuple[int, ...]
+    num_actions: int
+    # Names of per-episode success flags reported at episode end (Craftax achievements).
+    achievement_names: tuple[str, ...] = ()
+
+
+class EnvStep(NamedTuple):
+    """One batched step. Shapes are ``[B, ...]`` with ``B = num_envs``.
+
+    ``obs`` already belongs to the next episode where ``terminated | truncated``;
+    ``final_obs`` is the observation the ended episode reached (equal to ``obs``
+    elsewhere), used to bootstrap through time limits.
+    """
+
+    obs: jax.Array  # [B, *obs_shape]
+    reward: jax.Array  # [B]
+    terminated: jax.Array  # [B] bool: a true end; no bootstrap
+    truncated: jax.Array  # [B] bool: a time limit; bootstrap from final_obs
+    final_obs: jax.Array  # [B, *obs_shape]
+    # Per-episode results, meaningful where the episode ended: returns, lengths,
+    # and e.g. achievements [B, A]. Filled by EpisodeStatistics and backends.
+    episode: dict[str, jax.Array]
+
+
+@dataclass(frozen=True)
+class VecEnv:
+    """A batch of self-resetting environments as two pure functions.
+
+    reset(key) -> (obs [B, *obs_shape], state)
+    step(key, state, action [B]) -> (state, EnvStep)
+    """
+
+    spec: EnvSpec
+    num_envs: int
+    reset: Callable[[jax.Array], tuple[jax.Array, Any]]
+    step: Callable[[jax.Array, Any, jax.Array], tuple[Any, EnvStep]]

@@ -1,0 +1,1 @@
+"""Host-side metric logging: a queue, a writer thread, one backend per file."""

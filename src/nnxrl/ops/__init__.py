@@ -1,0 +1,1 @@
+"""Pure operations: GAE, PPO losses, minibatching."""

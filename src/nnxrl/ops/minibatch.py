@@ -1,0 +1,28 @@
+"""Shuffling a batch into minibatches.
+
+A batch is a pytree whose leaves share a leading axis of N items; one epoch
+visits every item once, in ``num_minibatches`` groups of N / num_minibatches,
+in an order drawn afresh from ``key``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+
+def flatten_time(batch: Any) -> Any:
+    """[T, B, ...] leaves -> [T * B, ...]."""
+    return jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
+
+
+def shuffle_into_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -> Any:
+    """[N, ...] leaves -> [num_minibatches, N / num_minibatches, ...] in a random order."""
+    n = jax.tree.leaves(batch)[0].shape[0]
+    assert n % num_minibatches == 0, f"{n} items do not split into {num_minibatches} minibatches"
+    order = jax.random.permutation(key, n)
+    return jax.tree.map(
+        lambda x: jnp.take(x, order, axis=0).reshape((num_minibatches, -1, *x.shape[1:])), batch
+    )
