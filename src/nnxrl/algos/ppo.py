@@ -170,7 +170,7 @@ def ppo_loss(
 
 def clip_by_global_norm(grads: Any, max_norm: jax.Array) -> tuple[Any, jax.Array]:
     """g * min(1, max_norm / ||g||); returns the clipped grads and ||g||."""
-    norm = optax.global_norm(grads)
+    norm = optax.tree.norm(grads)
     scale = jnp.minimum(1.0, max_norm / jnp.maximum(norm, 1e-12))
     return jax.tree.map(lambda g: g * scale, grads), norm
 

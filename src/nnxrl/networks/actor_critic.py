@@ -14,6 +14,7 @@ import numpy as np
 from flax import nnx
 
 from nnxrl.networks.distributions import Categorical
+from nnxrl.networks.initializers import orthogonal
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "tanh": jnp.tanh,
@@ -27,7 +28,7 @@ def orthogonal_linear(in_features: int, out_features: int, scale: float, rngs: n
     return nnx.Linear(
         in_features,
         out_features,
-        kernel_init=nnx.initializers.orthogonal(scale),
+        kernel_init=orthogonal(scale),
         bias_init=nnx.initializers.zeros,
         rngs=rngs,
     )
@@ -46,7 +47,7 @@ class ConvTorso(nnx.Module):
                 c_out,
                 kernel_size=(3, 3),
                 strides=(2, 2),
-                kernel_init=nnx.initializers.orthogonal(np.sqrt(2)),
+                kernel_init=orthogonal(np.sqrt(2)),
                 rngs=rngs,
             )
             for c_in, c_out in zip(channels[:-1], channels[1:], strict=True)

@@ -1,0 +1,67 @@
+import pytest
+
+from nnxrl import config as C
+
+CARTPOLE = "configs/ppo-cartpole.yaml"
+
+
+def test_shipped_configs_load():
+    cfg = C.load(CARTPOLE)
+    assert cfg.batch_size == 512 and cfg.minibatch_size == 128 and cfg.num_updates == 976
+    craftax = C.load("configs/ppo-craftax-classic-symbolic.yaml")
+    assert craftax.env.reset_ratio == 16 and craftax.network.width == 512
+
+
+def test_overrides_apply_and_run_keys_are_top_level():
+    cfg = C.load(CARTPOLE, ["num_seeds=8", "total_env_steps=100000", "ppo.learning_rate=1e-3"])
+    assert (cfg.num_seeds, cfg.total_env_steps, cfg.ppo.learning_rate) == (8, 100000, 1e-3)
+
+
+@pytest.mark.parametrize(
+    "override,names",
+    [
+        (["ppo.learnig_rate=1e-3"], ["ppo.learnig_rate", "did you mean ppo.learning_rate"]),
+        (["bogus=1"], ["bogus"]),
+        (["ppo.num_epochs=two"], ["ppo.num_epochs", "'two'", "integer"]),
+        (["ppo.anneal_lr=1"], ["ppo.anneal_lr", "true or false"]),
+        (["ppo.gamma=1.5"], ["ppo.gamma", "1.5", "<= 1"]),
+        (["ppo.learning_rate=0"], ["ppo.learning_rate", "> 0"]),
+        (["env.num_envs=0"], ["env.num_envs", ">= 1"]),
+        (["network.activation=sigmoid"], ["network.activation", "'sigmoid'", "'tanh'"]),
+        (["ppo.advantage_normalization=global"], ["ppo.advantage_normalization", "'batch'"]),
+        (["ppo.num_minibatches=3"], ["ppo.num_minibatches", "3", "512"]),
+        (["total_env_steps=100"], ["total_env_steps", "100", "512"]),
+        (["env.reset_ratio=2"], ["env.reset_ratio", "Craftax"]),
+        (["env.id=NoSuchEnv-v0"], ["env.id", "NoSuchEnv-v0", "gymnax", "Craftax-Classic"]),
+        (["logging.updates_per_chunk=5"], ["logging.updates_per_chunk", "976"]),
+        (["ppo=3"], ["ppo", "mapping"]),
+    ],
+)
+def test_bad_values_name_the_key(override, names):
+    with pytest.raises(C.ConfigError) as err:
+        C.load(CARTPOLE, override)
+    for name in names:
+        assert name in str(err.value), (name, str(err.value))
+
+
+def test_reset_ratio_must_divide_num_envs():
+    with pytest.raises(C.ConfigError, match=r"env.reset_ratio: 5 does not divide env.num_envs"):
+        C.load("configs/ppo-craftax-classic-symbolic.yaml", ["env.reset_ratio=5"])
+
+
+def test_missing_file_and_bad_override_syntax():
+    with pytest.raises(C.ConfigError, match="does not exist"):
+        C.load("configs/nope.yaml")
+    with pytest.raises(C.ConfigError, match="KEY=VALUE"):
+        C.load(CARTPOLE, ["ppo.learning_rate"])
+
+
+def test_resolved_config_round_trips(tmp_path):
+    cfg = C.load(CARTPOLE, ["ppo.ent_coef=0.02"])
+    C.dump(cfg, tmp_path / "config.yaml")
+    assert C.load(tmp_path / "config.yaml") == cfg
+
+
+def test_every_key_is_documented():
+    rows = C.describe()
+    assert len(rows) > 20 and all(doc for _, _, doc in rows)

@@ -1,0 +1,32 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from nnxrl.networks import ActorCritic
+from nnxrl.networks.initializers import orthogonal
+
+
+@pytest.mark.parametrize("shape", [(64, 64), (1345, 512), (512, 17), (4, 64), (3, 3, 3, 32)])
+def test_orthogonal_init_is_orthogonal_and_scaled(shape):
+    w = np.asarray(orthogonal(2.0)(jax.random.key(0), shape)).reshape(-1, shape[-1])
+    small = min(w.shape)
+    gram = w.T @ w if w.shape[0] >= w.shape[1] else w @ w.T
+    np.testing.assert_allclose(gram, 4.0 * np.eye(small), atol=1e-4)
+
+
+def test_orthogonal_init_depends_on_key():
+    a = orthogonal()(jax.random.key(0), (8, 8))
+    b = orthogonal()(jax.random.key(1), (8, 8))
+    assert not np.allclose(a, b)
+
+
+def test_actor_critic_shapes_flat_and_pixels():
+    net = ActorCritic((4,), 2, 2, 64, "tanh", (8, 8), rngs=nnx.Rngs(0))
+    dist, value = net(jnp.zeros((5, 3, 4)))
+    assert dist.logits.shape == (5, 3, 2) and value.shape == (5, 3)
+    pix = ActorCritic((16, 16, 3), 5, 1, 32, "relu", (8, 8), rngs=nnx.Rngs(0))
+    dist, value = pix(jnp.zeros((7, 16, 16, 3)))
+    assert dist.logits.shape == (7, 5) and value.shape == (7,)
+    assert pix.actor_encoder.torso is not None and net.actor_encoder.torso is None
