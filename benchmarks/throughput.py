@@ -89,9 +89,9 @@ def ppo_sps(config: C.Config, repeats: int) -> tuple[float, float]:
 def ppo_chunk_sps(config: C.Config, chunks: int) -> tuple[float, float]:
     """For long configs: compile once, time `chunks` chunks after a warm-up one."""
     t = time.perf_counter()
-    init, chunk, hp, keys = compile_programs(config)
+    init, chunk, hp = compile_programs(config)
     compile_seconds = time.perf_counter() - t
-    state = init(keys)
+    state = init()
     state, m = chunk(state, hp)
     jax.block_until_ready(m)
     times = []

@@ -1,9 +1,11 @@
-"""Shared test settings: small configs, and compiled programs reused across tests."""
+"""Shared test settings.
+
+Tests see two CPU devices, as the CLI does on a 2-core machine, so that runs with
+several seeds exercise the seed-sharded path.
+"""
 
 from __future__ import annotations
 
-import os
+from nnxrl.cli import use_all_cpu_cores
 
-# Keep XLA from grabbing both cores' worth of threads per test process is not
-# needed; but make float behaviour deterministic and quiet.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+use_all_cpu_cores()

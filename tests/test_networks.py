@@ -22,6 +22,11 @@ def test_orthogonal_init_depends_on_key():
     assert not np.allclose(a, b)
 
 
+def test_orthogonal_init_refuses_traced_keys():
+    with pytest.raises(TypeError, match="outside jit"):
+        jax.jit(lambda k: orthogonal()(k, (4, 4)))(jax.random.key(0))
+
+
 def test_actor_critic_shapes_flat_and_pixels():
     net = ActorCritic((4,), 2, 2, 64, "tanh", (8, 8), rngs=nnx.Rngs(0))
     dist, value = net(jnp.zeros((5, 3, 4)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -46,7 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def use_all_cpu_cores() -> None:
+    """Let JAX see one CPU device per core, so that seeds can be spread over cores.
+    Takes effect only if JAX has not started yet; an explicit setting wins."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags:
+        count = f"--xla_force_host_platform_device_count={os.cpu_count() or 1}"
+        os.environ["XLA_FLAGS"] = f"{flags} {count}".strip()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    use_all_cpu_cores()
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

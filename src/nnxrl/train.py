@@ -7,14 +7,18 @@ so the device is never idle while the host hands metrics to the logger.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from nnxrl import config as config_lib
 from nnxrl.algos.ppo import hyperparams_from, make_ppo
@@ -40,29 +44,68 @@ def seed_keys(seed: int, num_seeds: int) -> jax.Array:
     return jax.vmap(lambda i: jax.random.fold_in(base, i))(jnp.arange(num_seeds))
 
 
+# On CPU, Craftax's world generation compiles into one very slow YNNPACK fusion;
+# keeping those fusions to dot products avoids it (benchmarks/craftax_reset.py).
+YNN_DOT_ONLY = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"}
+
+
 def compiler_options(config: config_lib.Config) -> dict[str, Any]:
-    """Per-program XLA options. On CPU, Craftax's world generation compiles into one
-    very slow YNNPACK fusion; restricting those fusions to dot products avoids it."""
+    """Per-program XLA options: YNN_DOT_ONLY for Craftax on CPU (it slows CartPole)."""
     if config.env.id in CRAFTAX_IDS and jax.default_backend() == "cpu":
-        return {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"}
+        return YNN_DOT_ONLY
     return {}
 
 
+def seed_sharding(num_seeds: int) -> NamedSharding:
+    """Split the seed axis over as many devices as divide num_seeds. On CPU, JAX sees
+    one device per core when the CLI sets ``--xla_force_host_platform_device_count``,
+    so seeds then run on all cores."""
+    devices = jax.devices()
+    n = max(d for d in range(1, len(devices) + 1) if num_seeds % d == 0)
+    mesh = jax.make_mesh((n,), ("seed",), devices=devices[:n], axis_types=(AxisType.Auto,))
+    return NamedSharding(mesh, P("seed"))
+
+
 def compile_programs(config: config_lib.Config):
-    """Build env and algorithm; return (init, train_chunk, hp, keys) compiled for all seeds."""
+    """Build env and algorithm; return (init, train_chunk, hp) compiled for all seeds,
+    with every array's leading seed axis sharded over the devices. ``init()`` gives
+    the first RunState (networks are initialised on the host first)."""
     env = make_env(config.env)
     algo = make_ppo(config, env)
     hp = hyperparams_from(config)
+    by_seed = seed_sharding(config.num_seeds)
+    replicated = NamedSharding(by_seed.mesh, P())
     keys = seed_keys(config.seed, config.num_seeds)
+    params = jax.tree.map(lambda *p: jnp.stack(p), *(algo.init_params(k) for k in keys))
+    keys, params = jax.device_put((keys, params), by_seed)
+    hp = jax.device_put(hp, replicated)
     options = compiler_options(config)
-    init = jax.jit(jax.vmap(algo.init)).lower(keys).compile(options)
-    state_shape = jax.eval_shape(jax.vmap(algo.init), keys)
+    init_fn = jax.jit(jax.vmap(algo.init), in_shardings=by_seed, out_shardings=by_seed)
+    try:
+        init_compiled = init_fn.lower(keys, params).compile(options)
+    except Exception as e:  # an XLA release without the option: run without it
+        print(
+            f"nnxrl: XLA options {options} not accepted ({e}); Craftax resets on CPU will be slow",
+            file=sys.stderr,
+        )
+        options = {}
+        init_compiled = init_fn.lower(keys, params).compile(options)
+    init = partial(init_compiled, keys, params)
+    state_shape = jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=by_seed),
+        jax.eval_shape(jax.vmap(algo.init), keys, params),
+    )
     chunk = (
-        jax.jit(jax.vmap(algo.train_chunk, in_axes=(0, None)), donate_argnums=0)
+        jax.jit(
+            jax.vmap(algo.train_chunk, in_axes=(0, None)),
+            in_shardings=(by_seed, replicated),
+            out_shardings=(by_seed, by_seed),
+            donate_argnums=0,
+        )
         .lower(state_shape, hp)
         .compile(options)
     )
-    return init, chunk, hp, keys
+    return init, chunk, hp
 
 
 def default_out_dir(config_path: str | Path) -> Path:
@@ -83,12 +126,12 @@ def run_training(
     logger = MetricLogger(backends, config.batch_size)
 
     t0 = time.perf_counter()
-    init, chunk, hp, keys = compile_programs(config)
+    init, chunk, hp = compile_programs(config)
     compile_seconds = time.perf_counter() - t0
 
     status = "failed"
     try:
-        state = init(keys)
+        state = init()
         jax.block_until_ready(state)
         t1 = time.perf_counter()
         per_chunk = config.updates_per_chunk

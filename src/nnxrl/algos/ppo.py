@@ -30,7 +30,8 @@ from nnxrl.types import Batch, Hyperparams, RunState, Transition, UpdateState
 class PPO(NamedTuple):
     """The algorithm's pure functions, configuration already bound."""
 
-    init: Callable[[jax.Array], RunState]  # key -> RunState
+    init: Callable[[jax.Array, Any], RunState]  # (key, params) -> RunState
+    init_params: Callable[[jax.Array], Any]  # key -> network parameters (host side)
     train_chunk: Callable[[RunState, Hyperparams], tuple[RunState, dict]]
     graphdef: Any  # the network's structure, for rebuilding it from params
 
@@ -72,11 +73,14 @@ def build_network(config: Config, env: VecEnv, key: jax.Array) -> ActorCritic:
 # --------------------------------------------------------------------------------------
 
 
-def init(
-    key: jax.Array, *, env: VecEnv, make_network: Callable, tx: optax.GradientTransformation
-) -> RunState:
-    net_key, env_key, key = jax.random.split(key, 3)
-    _, params = nnx.split(make_network(net_key))
+def init_params(key: jax.Array, *, make_network: Callable) -> Any:
+    """The network's parameters for ``key`` (built eagerly, outside jit)."""
+    return nnx.state(make_network(jax.random.fold_in(key, 0)))
+
+
+def init(key: jax.Array, params: Any, *, env: VecEnv, tx: optax.GradientTransformation) -> RunState:
+    """The run state before the first update, around freshly initialised params."""
+    env_key, key = jax.random.split(jax.random.fold_in(key, 1))
     obs, env_state = env.reset(env_key)
     return RunState(
         params=params,
@@ -295,7 +299,7 @@ def make_ppo(config: Config, env: VecEnv) -> PPO:
     """Bind the configuration onto the phases; returns init and train_chunk."""
     p = config.ppo
     make_network = partial(build_network, config, env)
-    graphdef, _ = nnx.split(jax.eval_shape(make_network, jax.random.key(0)))
+    graphdef, _ = nnx.split(make_network(jax.random.key(0)))
     tx = optax.scale_by_adam(eps=p.adam_eps)
     steps_per_update = p.num_epochs * p.num_minibatches
     total_steps = config.num_updates * steps_per_update
@@ -320,7 +324,8 @@ def make_ppo(config: Config, env: VecEnv) -> PPO:
         achievement_names=env.spec.achievement_names,
     )
     return PPO(
-        init=partial(init, env=env, make_network=make_network, tx=tx),
+        init=partial(init, env=env, tx=tx),
+        init_params=partial(init_params, make_network=make_network),
         train_chunk=partial(train_chunk, update_fn=update_fn, num_updates=config.updates_per_chunk),
         graphdef=graphdef,
     )

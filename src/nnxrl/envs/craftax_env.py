@@ -4,12 +4,14 @@ Craftax's own wrappers report ``done`` only; here the time limit
 (``timestep >= max_timesteps``) is told apart from death so PPO can bootstrap
 through it, and each finished episode reports its achievements.
 
-Resetting many worlds at once is the expensive part of Craftax on a CPU (world
-generation is noise-based): a vmapped reset of 1024 worlds compiles to one very
-slow fusion. Worlds are therefore generated in chunks of ``RESET_CHUNK`` with
-``lax.map``, and with ``reset_ratio > 1`` only ``num_envs / reset_ratio`` fresh
-worlds are made each step and shared out among the envs that finished
-(the optimistic reset of the Craftax baselines).
+Resetting many worlds at once is the expensive part of Craftax on a CPU: world
+generation is noise-based, and by default XLA CPU compiles a vmapped reset of 1024
+worlds into one YNNPACK fusion that takes 44 s. The training programs are
+therefore compiled with YNNPACK fusions kept to dot products on CPU (see
+``nnxrl.train.compiler_options``; 0.47 s, against 0.60 s for a chunked
+``lax.map`` without it: ``benchmarks/craftax_reset.py``). With ``reset_ratio > 1``
+only ``num_envs / reset_ratio`` fresh worlds are made each step and shared out
+among the envs that finished (the optimistic reset of the Craftax baselines).
 """
 
 from __future__ import annotations
@@ -25,12 +27,11 @@ CRAFTAX_IDS = (
     "Craftax-Symbolic-v1",
     "Craftax-Pixels-v1",
 )
-RESET_CHUNK = 16  # worlds generated per lax.map step
 
 
 def generate_worlds(reset_one, keys: jax.Array):
-    """reset_one mapped over keys [N] in chunks of RESET_CHUNK (see module doc)."""
-    return jax.lax.map(reset_one, keys, batch_size=min(RESET_CHUNK, keys.shape[0]))
+    """reset_one vmapped over keys [N]."""
+    return jax.vmap(reset_one)(keys)
 
 
 def assign_resets(done: jax.Array, num_fresh: int) -> jax.Array:

@@ -1,13 +1,16 @@
-"""Orthogonal weight initialisation (Saxe et al. 2014, arXiv:1312.6120) without LAPACK.
+"""Orthogonal weight initialisation (Saxe et al. 2014, arXiv:1312.6120), done on the host.
 
-Flax's orthogonal initialiser takes the QR decomposition of a Gaussian matrix,
-which on CPU is a LAPACK call inside the compiled program; such a call was seen
-to deadlock the XLA CPU runtime now and then. Gram-Schmidt on the Gaussian
-columns gives the same (Haar) distribution with plain matrix products:
+    G ~ N(0, 1)^{max(r, c) x min(r, c)};  G = QR;  W = scale * Q diag(sign(diag R))
 
-    G ~ N(0, 1)^{n x k}, n >= k;   q_j = normalise(g_j - Q_{<j} Q_{<j}^T g_j)
+(transposed when the kernel is wide), with ``r`` the product of all but the last
+kernel dimension and ``c`` the last. The draw is seeded from the JAX key, so the
+same key gives the same weights.
 
-(projected out twice, which keeps float32 columns orthogonal to ~1e-6).
+Why the host: Flax's orthogonal initialiser runs the QR as a LAPACK call inside
+the compiled program, and on CPU such a call was seen to deadlock the XLA runtime
+now and then; it also adds more than a second of compilation to every run.
+Networks are therefore built eagerly, outside ``jit``, and only their parameters
+enter the compiled programs.
 """
 
 from __future__ import annotations
@@ -19,31 +22,20 @@ import jax.numpy as jnp
 import numpy as np
 
 
-def orthonormal_columns(g: jax.Array) -> jax.Array:
-    """[n, k] with n >= k -> [n, k] with orthonormal columns spanning g's columns."""
-    n, k = g.shape
-    assert n >= k, f"orthonormal_columns needs a tall matrix, got {g.shape}"
-
-    def add_column(q, j):
-        v = g[:, j]
-        for _ in range(2):  # "twice is enough" (Giraud et al. 2005)
-            v = v - q @ (q.T @ v)
-        return q.at[:, j].set(v / jnp.linalg.norm(v)), None
-
-    q, _ = jax.lax.scan(add_column, jnp.zeros_like(g), jnp.arange(k))
-    return q
-
-
 def orthogonal(scale: float = 1.0):
-    """An initialiser: kernel [..., in, out] whose [prod(...) * in, out] matrix has
-    orthogonal columns (or rows, when out > rows), times ``scale``."""
+    """An initialiser ``(key, shape, dtype) -> array``; the key must be concrete."""
 
     def init(key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> jax.Array:
-        rows, cols = int(np.prod(shape[:-1])), shape[-1]
-        tall = rows >= cols
-        g = jax.random.normal(key, (max(rows, cols), min(rows, cols)), jnp.float32)
-        q = orthonormal_columns(g)
-        matrix = q if tall else q.T
-        return (scale * matrix).reshape(shape).astype(dtype)
+        if isinstance(key, jax.core.Tracer):
+            raise TypeError(
+                "nnxrl networks are initialised on the host: build them outside jit/vmap"
+            )
+        rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel())
+        rows, cols = int(np.prod(shape[:-1])), int(shape[-1])
+        g = rng.standard_normal((max(rows, cols), min(rows, cols)))
+        q, r = np.linalg.qr(g)
+        q = q * np.sign(np.diag(r))
+        matrix = q if rows >= cols else q.T
+        return jnp.asarray(scale * matrix, dtype=dtype).reshape(shape)
 
     return init
