@@ -16,13 +16,19 @@ import argparse
 import statistics
 import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
+from nnxrl.cli import use_all_cpu_cores
 
-from nnxrl import config as C
-from nnxrl.envs import make_env
-from nnxrl.train import compile_programs, compiler_options, run_training
+use_all_cpu_cores()  # before JAX starts: one CPU device per core, as the CLI does
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from nnxrl import config as C  # noqa: E402
+from nnxrl.envs import make_env  # noqa: E402
+from nnxrl.train import compile_programs, compiler_options, run_training  # noqa: E402
+
+NO_LOGGING = ["logging.backends=[]"]  # metrics.jsonl only: logging costs are in logging.py
 
 
 def raw_env_sps(config: C.Config, num_steps: int, repeats: int = 3) -> float:
@@ -115,7 +121,7 @@ def main() -> None:
     cartpole = C.load("configs/ppo-cartpole.yaml")
     bound = matmul / network_flops_per_env_step(cartpole)
     for seeds in (1, 8):
-        cfg = C.load("configs/ppo-cartpole.yaml", [f"num_seeds={seeds}"])
+        cfg = C.load("configs/ppo-cartpole.yaml", [f"num_seeds={seeds}", *NO_LOGGING])
         # the raw ceiling for S seeds: one batch of S x num_envs envs
         batch = C.load("configs/ppo-cartpole.yaml", [f"env.num_envs={4 * seeds}"])
         raw = raw_env_sps(batch, 4096)

@@ -1,4 +1,8 @@
-"""Command line: ``nnxrl train CONFIG [--set KEY=VALUE ...] [--out DIR]``."""
+"""Command line.
+
+nnxrl train CONFIG [--set KEY=VALUE ...] [--out DIR]
+nnxrl plot RUN_DIR [RUN_DIR ...] [--metric NAME] [--out FILE.png]
+"""
 
 from __future__ import annotations
 
@@ -31,6 +35,18 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plot(args: argparse.Namespace) -> int:
+    from nnxrl.plot import plot_runs
+
+    try:
+        labels = plot_runs(args.runs, args.metric, args.out)
+    except (FileNotFoundError, KeyError) as e:
+        print(f"nnxrl: {e.args[0]}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out}: {args.metric} of {', '.join(labels)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nnxrl", description="Legible RL in JAX + Flax NNX")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -44,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--out", help="output directory (default runs/<config>-<timestamp>)")
     train.set_defaults(func=_train)
+    plot = sub.add_parser("plot", help="learning curves (mean +- std over seeds) of runs")
+    plot.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run directories to overlay")
+    plot.add_argument("--metric", default="episode_return", help="metric to plot")
+    plot.add_argument("--out", default="plot.png", help="output PNG (default plot.png)")
+    plot.set_defaults(func=_plot)
     return parser
 
 

@@ -32,11 +32,13 @@ def _field(
     low: float | None = None,
     high: float | None = None,
     low_open: bool = False,
+    choices: tuple | None = None,
 ) -> Any:
-    """A config field with its documentation and (optional) numeric bounds."""
-    meta = {"doc": doc, "low": low, "high": high, "low_open": low_open}
-    if isinstance(default, (dict, list)) or dataclasses.is_dataclass(default):
-        factory = default if callable(default) else (lambda d=default: d)
+    """A config field with its documentation, (optional) numeric bounds, and for list
+    fields the allowed items."""
+    meta = {"doc": doc, "low": low, "high": high, "low_open": low_open, "choices": choices}
+    if isinstance(default, (dict, list)):
+        factory = lambda d=default: type(d)(d)  # noqa: E731  (a fresh copy per config)
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
 
@@ -94,15 +96,33 @@ class PPOConfig:
     )
 
 
+BACKENDS = ("console", "mlflow", "wandb")
+
+
 @dataclass(frozen=True)
 class LoggingConfig:
+    backends: list = _field(
+        ["console", "mlflow"],
+        "Metric backends besides metrics.jsonl (always written): any of console, mlflow, wandb.",
+        choices=BACKENDS,
+    )
+    mlflow_tracking_uri: str | None = _field(
+        None, "MLflow tracking URI (None: a local store in the run directory, <out>/mlruns)."
+    )
+    mlflow_experiment: str = _field("nnxrl", "MLflow experiment name.")
+    wandb_project: str = _field("nnxrl", "Weights & Biases project.")
+    wandb_mode: Literal["offline", "online"] = _field(
+        "offline", "Weights & Biases mode (offline needs no account; sync later)."
+    )
     updates_per_chunk: int | None = _field(
         None,
         "Updates per compiled chunk between host hand-offs (None: automatic, about 50 "
         "chunks). Must divide the number of updates.",
         low=1,
     )
-    print_every: int = _field(10, "Print a summary line every this many chunks.", low=1)
+    print_every: int = _field(
+        10, "Console: a summary line every this many chunks (and at the end).", low=1
+    )
 
 
 @dataclass(frozen=True)
@@ -200,6 +220,13 @@ def _coerce(key: str, value: Any, tp: Any, meta: Mapping[str, Any]) -> Any:
         if not isinstance(value, Mapping):
             raise ConfigError(f"{key}: expected a mapping, got {value!r}")
         return dict(value)
+    elif tp is list:
+        allowed = meta.get("choices") or ()
+        if not isinstance(value, (list, tuple)) or not all(v in allowed for v in value):
+            raise ConfigError(
+                f"{key}: {value!r} is not allowed; give a list of any of {list(allowed)}"
+            )
+        return list(dict.fromkeys(value))
     elif tp is tuple:
         if not isinstance(value, (list, tuple)) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value

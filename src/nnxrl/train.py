@@ -7,8 +7,10 @@ so the device is never idle while the host hands metrics to the logger.
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -23,9 +25,7 @@ from jax.sharding import PartitionSpec as P
 from nnxrl import config as config_lib
 from nnxrl.algos.ppo import hyperparams_from, make_ppo
 from nnxrl.envs import CRAFTAX_IDS, make_env
-from nnxrl.logging.console import ConsoleBackend
-from nnxrl.logging.jsonl import JsonlBackend
-from nnxrl.logging.logger import MetricLogger
+from nnxrl.logging import Backend, MetricLogger, make_logger
 
 
 @dataclass
@@ -34,6 +34,7 @@ class RunResult:
     final_state: Any
     compile_seconds: float
     train_seconds: float
+    train_end: float  # time.perf_counter() when the device finished the last chunk
     env_steps_per_second: float
     final_returns: list[float | None] = field(default_factory=list)
 
@@ -113,40 +114,49 @@ def default_out_dir(config_path: str | Path) -> Path:
     return Path("runs") / f"{Path(config_path).stem}-{stamp}"
 
 
+@contextmanager
+def sigterm_as_interrupt():
+    """Treat SIGTERM like Ctrl-C while training, so both stop the run the same way."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_training(
-    config: config_lib.Config, out_dir: str | Path, *, quiet: bool = False
+    config: config_lib.Config,
+    out_dir: str | Path,
+    *,
+    quiet: bool = False,
+    extra_backends: tuple[Backend, ...] = (),
 ) -> RunResult:
-    """Train ``config`` writing ``out_dir/config.yaml`` and ``out_dir/metrics.jsonl``."""
+    """Train ``config``, writing ``out_dir/config.yaml``, ``metrics.jsonl`` and whatever
+    the configured backends write. Ctrl-C or SIGTERM stop it after writing every
+    completed update; the KeyboardInterrupt is then re-raised."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     config_lib.dump(config, out_dir / "config.yaml")
-    backends: list = [JsonlBackend(out_dir / "metrics.jsonl")]
-    if not quiet:
-        backends.append(ConsoleBackend(config.num_updates, config.logging.print_every))
-    logger = MetricLogger(backends, config.batch_size)
-
-    t0 = time.perf_counter()
-    init, chunk, hp = compile_programs(config)
-    compile_seconds = time.perf_counter() - t0
+    logger = make_logger(config, out_dir, extra_backends, console=not quiet)
 
     status = "failed"
     try:
-        state = init()
-        jax.block_until_ready(state)
-        t1 = time.perf_counter()
-        per_chunk = config.updates_per_chunk
-        pending = None  # (metrics, first_update) of the chunk in flight
-        last_metrics = None
-        for first_update in range(1, config.num_updates + 1, per_chunk):
-            state, metrics = chunk(state, hp)
-            if pending is not None:
-                jax.block_until_ready(pending[0])
-                logger.log_chunk(*pending)
-            pending = (metrics, first_update)
-        jax.block_until_ready(pending[0])
-        logger.log_chunk(*pending)
-        last_metrics = pending[0]
-        train_seconds = time.perf_counter() - t1
+        with sigterm_as_interrupt():
+            t0 = time.perf_counter()
+            init, chunk, hp = compile_programs(config)
+            compile_seconds = time.perf_counter() - t0
+            if not quiet:
+                print(f"compiled in {compile_seconds:.1f} s", flush=True)
+            state, last_metrics, train_seconds = run_chunks(config, init, chunk, hp, logger)
+            train_end = time.perf_counter()
         status = "finished"
     except KeyboardInterrupt:
         status = "killed"
@@ -168,6 +178,30 @@ def run_training(
         final_state=state,
         compile_seconds=compile_seconds,
         train_seconds=train_seconds,
+        train_end=train_end,
         env_steps_per_second=steps / max(train_seconds, 1e-9),
         final_returns=final_returns,
     )
+
+
+def run_chunks(config: config_lib.Config, init, chunk, hp, logger: MetricLogger):
+    """Dispatch chunk k+1 before handing chunk k's metrics to the logger, so the device
+    never waits on the host. Returns (final state, last metrics, training seconds)."""
+    state = init()
+    jax.block_until_ready(state)
+    logger.start_clock()
+    t1 = time.perf_counter()
+    pending = None  # (metrics, first_update) of the chunk in flight
+    try:
+        for first_update in range(1, config.num_updates + 1, config.updates_per_chunk):
+            state, metrics = chunk(state, hp)
+            if pending is not None:
+                logger.log_chunk(jax.device_get(pending[0]), pending[1])
+            pending = (metrics, first_update)
+        logger.log_chunk(jax.device_get(pending[0]), pending[1])
+    except KeyboardInterrupt:
+        # keep the chunk in flight if it had already finished
+        if pending is not None and all(x.is_ready() for x in jax.tree.leaves(pending[0])):
+            logger.log_chunk(jax.device_get(pending[0]), pending[1])
+        raise
+    return state, pending[0], time.perf_counter() - t1

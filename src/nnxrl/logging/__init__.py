@@ -1,1 +1,69 @@
-"""Host-side metric logging: a queue, a writer thread, one backend per file."""
+"""Host-side metric logging: a queue, writer threads, one backend per file.
+
+``make_logger`` builds the backends a config asks for (metrics.jsonl always); a
+backend that cannot start is reported once and left out.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from nnxrl.logging.logger import Backend, MetricLogger
+from nnxrl.logging.records import LogBatch
+
+__all__ = ["Backend", "LogBatch", "MetricLogger", "make_logger"]
+
+
+def make_backend(name: str, config, out_dir: Path) -> Backend:
+    from nnxrl import config as config_lib
+
+    run_name = out_dir.name
+    if name == "console":
+        from nnxrl.logging.console import ConsoleBackend
+
+        return ConsoleBackend(config.num_updates, config.logging.print_every)
+    if name == "mlflow":
+        from nnxrl.logging.mlflow_tracker import MlflowBackend
+
+        return MlflowBackend(
+            out_dir,
+            config_lib.to_dict(config),
+            config.logging.mlflow_tracking_uri,
+            config.logging.mlflow_experiment,
+            run_name,
+        )
+    if name == "wandb":
+        from nnxrl.logging.wandb_tracker import WandbBackend
+
+        return WandbBackend(
+            out_dir,
+            config_lib.to_dict(config),
+            config.logging.wandb_project,
+            config.logging.wandb_mode,
+            run_name,
+        )
+    raise ValueError(f"unknown logging backend {name!r}")
+
+
+def make_logger(
+    config, out_dir: str | Path, extra: tuple[Backend, ...] = (), console: bool = True
+) -> MetricLogger:
+    """metrics.jsonl, then each configured backend that starts, then ``extra``."""
+    from nnxrl.logging.jsonl import JsonlBackend
+
+    out_dir = Path(out_dir)
+    backends: list[Backend] = [JsonlBackend(out_dir)]
+    for name in config.logging.backends:
+        if name == "console" and not console:
+            continue
+        try:
+            backends.append(make_backend(name, config, out_dir))
+        except Exception as e:
+            print(
+                f"nnxrl: logging backend {name!r} could not start and is disabled "
+                f"(training and the other backends go on): {type(e).__name__}: {e}",
+                file=sys.stderr,
+                flush=True,
+            )
+    return MetricLogger([*backends, *extra], config.batch_size, config.num_seeds)

@@ -1,40 +1,64 @@
-"""Console backend: a summary line every few chunks with the mean return across seeds."""
+"""Console backend: a live progress line on a terminal, summary lines everywhere.
+
+On a terminal the last line is redrawn after each chunk: updates done / total,
+env steps, SPS, ETA and the latest mean return across seeds. When stdout is not a
+terminal (CI, a log file) only the summary lines are written, every
+``print_every`` chunks and at the end.
+"""
 
 from __future__ import annotations
 
 import sys
-import time
+from typing import TextIO
 
-import numpy as np
+from nnxrl.logging.records import LogBatch
+
+
+def _format_duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 class ConsoleBackend:
     name = "console"
 
-    def __init__(self, num_updates: int, print_every: int = 10, stream=None):
+    def __init__(self, num_updates: int, print_every: int = 10, stream: TextIO | None = None):
         self.num_updates = num_updates
         self.print_every = print_every
         self.stream = stream or sys.stdout
+        self.live = hasattr(self.stream, "isatty") and self.stream.isatty()
         self._chunks = 0
-        self._start = time.perf_counter()
-        self._start_steps = 0
 
-    def write(self, records: list[dict]) -> None:
-        self._chunks += 1
-        last = records[-1]
-        if self._chunks % self.print_every and last["update"] != self.num_updates:
-            return
-        latest = [r for r in records if r["update"] == last["update"]]
-        returns = [r["episode_return"] for r in latest if r["episode_return"] is not None]
-        mean = f"{np.mean(returns):9.2f}" if returns else "     none"
-        elapsed = time.perf_counter() - self._start
-        sps = last["env_steps"] / elapsed if elapsed > 0 else float("nan")
-        print(
-            f"update {last['update']:>6}/{self.num_updates}  env_steps {last['env_steps']:>10}"
-            f"  return {mean}  loss {last['loss/total']:9.4f}  ~{sps:,.0f} steps/s",
-            file=self.stream,
-            flush=True,
+    def _status(self, batch: LogBatch) -> str:
+        last = batch.aggregates[-1]
+        update = last["update"]
+        ret = last.get("episode_return/mean")
+        shown = f"{ret:9.2f}" if ret is not None else "     none"
+        steps_per_update = last["env_steps"] / update
+        sps = batch.sps or 0.0
+        remaining = (self.num_updates - update) * steps_per_update * last["num_seeds"]
+        eta = _format_duration(remaining / sps) if sps > 0 else "?"
+        done = update / self.num_updates
+        bar = "#" * int(20 * done) + "-" * (20 - int(20 * done))
+        return (
+            f"[{bar}] update {update}/{self.num_updates}  env steps {last['env_steps']:,}"
+            f"  {sps:,.0f} steps/s  ETA {eta}  return {shown}"
         )
 
-    def close(self, status: str) -> None:
+    def open(self) -> None:
         pass
+
+    def write(self, batch: LogBatch) -> None:
+        self._chunks += 1
+        status = self._status(batch)
+        final = batch.aggregates[-1]["update"] == self.num_updates
+        if self._chunks % self.print_every == 0 or final:
+            loss = batch.aggregates[-1].get("loss/total/mean", float("nan"))
+            line = f"{status}  loss {loss:.4f}  ({_format_duration(batch.elapsed)} elapsed)"
+            print(("\r\033[K" if self.live else "") + line, file=self.stream, flush=True)
+        elif self.live:
+            print("\r\033[K" + status, end="", file=self.stream, flush=True)
+
+    def close(self, status: str) -> None:
+        if status != "finished":
+            print(f"training {status}", file=self.stream, flush=True)

@@ -1,10 +1,12 @@
-"""The host-side metric logger: a queue drained by a background thread.
+"""The host-side metric logger: the training loop hands over, threads write.
 
-The training loop calls ``log_chunk`` with the metrics a compiled chunk returned
-and goes straight back to dispatching work; converting arrays to records and
-writing every backend happens on the writer thread. ``close`` drains the queue
-and joins the thread, so nothing enqueued is lost. A backend that raises is
-reported once on stderr and disabled; the others carry on.
+``log_chunk`` only enqueues the arrays a compiled chunk returned (already on the
+host) with the time the chunk finished, then returns. A dispatcher thread turns
+them into a LogBatch (records, aggregates, SPS) and gives it to each backend's
+own worker thread, so a slow backend delays nobody: not training, not the other
+backends. ``close`` drains every queue and joins every thread, so nothing handed
+over is lost. A backend that raises is reported once on stderr and disabled; the
+others carry on.
 """
 
 from __future__ import annotations
@@ -12,17 +14,21 @@ from __future__ import annotations
 import queue
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from nnxrl.logging.records import chunk_to_records
+from nnxrl.logging.records import LogBatch, aggregate, chunk_to_records
 
 
 class Backend(Protocol):
     name: str
 
-    def write(self, records: list[dict]) -> None:
-        """Receive per-seed records, in update order."""
+    def open(self) -> None:
+        """Connect or create files; runs on the backend's own thread, before any write."""
+
+    def write(self, batch: LogBatch) -> None:
+        """Receive one chunk of records, in update order."""
 
     def close(self, status: str) -> None:
         """Flush and release; status is 'finished', 'killed' or 'failed'."""
@@ -31,46 +37,87 @@ class Backend(Protocol):
 _STOP = object()
 
 
+class _Worker:
+    """One backend fed from its own queue by its own thread."""
+
+    def __init__(self, backend: Backend):
+        self.backend = backend
+        self.failed = False
+        self.queue: queue.Queue = queue.Queue()
+        self.thread = threading.Thread(target=self._run, name=f"nnxrl-{backend.name}", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        self._call("open")
+        while (batch := self.queue.get()) is not _STOP:
+            self._call("write", batch)
+
+    def _call(self, method: str, *args: Any) -> None:
+        if self.failed:
+            return
+        try:
+            getattr(self.backend, method)(*args)
+        except Exception as e:  # a failing backend must not stop training or the others
+            self.failed = True
+            print(
+                f"nnxrl: logging backend {self.backend.name!r} failed in {method}() and is "
+                "disabled "
+                f"(training and the other backends go on): {type(e).__name__}: {e}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def close(self, status: str) -> None:
+        self.queue.put(_STOP)
+        self.thread.join()
+        self._call("close", status)
+
+
 class MetricLogger:
-    def __init__(self, backends: Sequence[Backend], batch_size: int):
-        self.backends = list(backends)
+    def __init__(self, backends: Sequence[Backend], batch_size: int, num_seeds: int):
         self.batch_size = batch_size
+        self.num_seeds = num_seeds
+        self.workers = [_Worker(b) for b in backends]
         self._queue: queue.Queue = queue.Queue()
-        self._thread = threading.Thread(target=self._drain, name="nnxrl-logger", daemon=True)
-        self._thread.start()
-        self.records_written = 0
+        self._dispatcher = threading.Thread(target=self._dispatch, name="nnxrl-logger", daemon=True)
+        self._dispatcher.start()
+        self._start: float | None = None
+        self._last: float | None = None
+        self._closed = False
+
+    def start_clock(self) -> None:
+        """Mark the start of training (after compilation)."""
+        self._start = self._last = time.perf_counter()
 
     def log_chunk(self, metrics: Mapping[str, Any], first_update: int) -> None:
-        """Hand over one chunk's metrics (name -> [S, L]); returns at once."""
-        self._queue.put((metrics, first_update))
+        """Hand over one finished chunk (name -> [S, L] arrays); returns at once."""
+        now = time.perf_counter()
+        if self._start is None:
+            self.start_clock()
+        seconds = now - self._last
+        self._last = now
+        self._queue.put((metrics, first_update, seconds, now - self._start))
 
-    def _drain(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is _STOP:
-                return
-            metrics, first_update = item
+    def _dispatch(self) -> None:
+        while (item := self._queue.get()) is not _STOP:
+            metrics, first_update, seconds, elapsed = item
             records = chunk_to_records(metrics, first_update, self.batch_size)
-            for backend in list(self.backends):
-                self._call(backend, "write", records)
-            self.records_written += len(records)
-
-    def _call(self, backend: Backend, method: str, *args: Any) -> None:
-        try:
-            getattr(backend, method)(*args)
-        except Exception as e:  # a failing backend must not stop training or the others
-            print(
-                f"nnxrl: logging backend {backend.name!r} failed and is disabled: "
-                f"{type(e).__name__}: {e}",
-                file=sys.stderr,
+            steps = len(records) * self.batch_size
+            batch = LogBatch(
+                records=records,
+                aggregates=aggregate(records),
+                sps=steps / seconds if seconds > 0 else None,
+                elapsed=elapsed,
             )
-            if backend in self.backends:
-                self.backends.remove(backend)
+            for worker in self.workers:
+                worker.queue.put(batch)
 
     def close(self, status: str = "finished") -> None:
-        """Write everything still queued, then close each backend."""
-        if self._thread.is_alive():
-            self._queue.put(_STOP)
-            self._thread.join()
-        for backend in list(self.backends):
-            self._call(backend, "close", status)
+        """Write everything handed over, then close each backend with ``status``."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(_STOP)
+        self._dispatcher.join()
+        for worker in self.workers:
+            worker.close(status)

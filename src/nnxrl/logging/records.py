@@ -1,18 +1,34 @@
-"""Turning a chunk of device metrics into per-seed, per-update records (host side)."""
+"""Turning a chunk of device metrics into records (host side, off the training thread)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 # Episode means are undefined when no episode ended in an update: reported as None.
-EPISODE_KEYS_PREFIXES = ("episode_return", "episode_length", "achievements/")
+EPISODE_PREFIXES = ("episode_return", "episode_length", "achievements/")
+
+
+@dataclass(frozen=True)
+class LogBatch:
+    """What every backend receives for one chunk of updates.
+
+    records: one per update per seed, update-major (update 1 seeds 0..S-1, update 2 ...).
+    aggregates: one per update: each metric's mean, std, min and max across seeds.
+    sps: env steps per second over all seeds, measured on the host for this chunk.
+    """
+
+    records: list[dict]
+    aggregates: list[dict]
+    sps: float | None
+    elapsed: float  # seconds of training (compilation excluded) when the chunk finished
 
 
 def chunk_to_records(
-    metrics: Mapping[str, np.ndarray], first_update: int, batch_size: int, seed_offset: int = 0
+    metrics: Mapping[str, np.ndarray], first_update: int, batch_size: int
 ) -> list[dict]:
     """metrics: name -> [S, L] arrays for S seeds and L updates starting at update
     ``first_update`` (1-based). Returns S * L records in update order, seeds inner."""
@@ -23,15 +39,40 @@ def chunk_to_records(
         update = first_update + j
         for s in range(num_seeds):
             count = int(arrays["episode_count"][s, j])
-            record = {"update": update, "env_steps": update * batch_size, "seed": seed_offset + s}
+            record = {"update": update, "env_steps": update * batch_size, "seed": s}
             for name, values in arrays.items():
                 value = float(values[s, j])
                 if name == "episode_count":
                     value = count
-                elif (count == 0 and name.startswith(EPISODE_KEYS_PREFIXES)) or not math.isfinite(
-                    value
-                ):
+                elif (count == 0 and name.startswith(EPISODE_PREFIXES)) or not math.isfinite(value):
                     value = None
                 record[name] = value
             records.append(record)
     return records
+
+
+def aggregate(records: list[dict]) -> list[dict]:
+    """Per update: mean, std, min, max across seeds of every numeric metric (None
+    values are left out; a metric with none left is omitted)."""
+    by_update: dict[int, list[dict]] = {}
+    for r in records:
+        by_update.setdefault(r["update"], []).append(r)
+    out = []
+    for update, rows in by_update.items():
+        agg = {"update": update, "env_steps": rows[0]["env_steps"], "num_seeds": len(rows)}
+        for name in rows[0]:
+            if name in ("update", "env_steps", "seed"):
+                continue
+            values = [r[name] for r in rows if r[name] is not None]
+            if values:
+                v = np.asarray(values, dtype=np.float64)
+                agg.update(
+                    {
+                        f"{name}/mean": float(v.mean()),
+                        f"{name}/std": float(v.std()),
+                        f"{name}/min": float(v.min()),
+                        f"{name}/max": float(v.max()),
+                    }
+                )
+        out.append(agg)
+    return out

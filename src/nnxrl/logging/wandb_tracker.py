@@ -1,0 +1,54 @@
+"""Weights & Biases backend (optional: ``uv sync --extra wandb``).
+
+Offline mode (the default) needs no account and writes the run under
+``<out>/wandb``; ``wandb sync`` uploads it later. One ``log`` call per update,
+at step ``update``, holding every seed's metrics (``seed_<i>/<name>``) and the
+across-seed aggregates.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nnxrl.logging.records import LogBatch
+
+
+class WandbBackend:
+    name = "wandb"
+
+    def __init__(
+        self, out_dir: str | Path, config_dict: dict, project: str, mode: str, run_name: str
+    ):
+        self.settings = dict(
+            project=project, dir=str(out_dir), mode=mode, name=run_name, config=config_dict
+        )
+
+    def open(self) -> None:
+        try:
+            import wandb
+        except ImportError as e:
+            raise RuntimeError(
+                "wandb is not installed; install the optional extra: uv sync --extra wandb"
+            ) from e
+        os.environ.setdefault("WANDB_SILENT", "true")
+        self.run = wandb.init(**self.settings, reinit="create_new")
+
+    def write(self, batch: LogBatch) -> None:
+        by_update: dict[int, dict] = {}
+        for r in batch.records:
+            row = by_update.setdefault(r["update"], {"env_steps": r["env_steps"]})
+            for key, value in r.items():
+                if key not in ("update", "env_steps", "seed") and value is not None:
+                    row[f"seed_{r['seed']}/{key}"] = value
+        for a in batch.aggregates:
+            by_update[a["update"]].update(
+                {k: v for k, v in a.items() if k not in ("update", "env_steps", "num_seeds")}
+            )
+        if batch.sps is not None:
+            by_update[batch.aggregates[-1]["update"]]["perf/sps"] = batch.sps
+        for update, row in by_update.items():
+            self.run.log(row, step=update)
+
+    def close(self, status: str) -> None:
+        self.run.finish(exit_code=0 if status == "finished" else 1)

@@ -1,0 +1,229 @@
+"""Host-side logging: ordering, completeness, slow and failing backends, real stores."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from nnxrl import config as C
+from nnxrl.cli import main
+from nnxrl.logging.mlflow_tracker import local_store_uri
+from nnxrl.logging.records import aggregate, chunk_to_records
+from nnxrl.train import run_training
+
+TINY = ["total_env_steps=2048", "ppo.num_steps=32", "num_seeds=2", "logging.updates_per_chunk=2"]
+
+
+def tiny(*overrides):
+    return C.load("configs/ppo-cartpole.yaml", [*TINY, *overrides])
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+class SlowBackend:
+    """Sleeps on every batch and remembers what it got and when."""
+
+    name = "slow"
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.records, self.write_times, self.closed = [], [], None
+
+    def open(self):
+        pass
+
+    def write(self, batch):
+        time.sleep(self.seconds)
+        self.records += batch.records
+        self.write_times.append(time.perf_counter())
+
+    def close(self, status):
+        self.closed = status
+
+
+class BrokenBackend:
+    name = "broken"
+
+    def __init__(self):
+        self.calls = 0
+
+    def open(self):
+        pass
+
+    def write(self, batch):
+        self.calls += 1
+        raise OSError("disk full")
+
+    def close(self, status):
+        raise OSError("still full")
+
+
+def test_records_and_aggregates_from_a_chunk():
+    metrics = {
+        "episode_count": np.array([[1, 0], [2, 3]]),
+        "episode_return": np.array([[5.0, 0.0], [7.0, 9.0]]),
+        "loss/total": np.array([[0.5, np.nan], [0.25, 0.75]]),
+    }
+    records = chunk_to_records(metrics, first_update=3, batch_size=10)
+    assert [(r["update"], r["seed"]) for r in records] == [(3, 0), (3, 1), (4, 0), (4, 1)]
+    assert records[2]["episode_return"] is None  # seed 0 ended no episode in update 4
+    assert records[2]["loss/total"] is None  # non-finite values become null
+    assert records[0]["env_steps"] == 30
+    agg = aggregate(records)
+    assert agg[0]["episode_return/mean"] == 6.0 and agg[0]["episode_return/max"] == 7.0
+    assert agg[1]["episode_return/mean"] == 9.0  # only seed 1 had an episode
+    assert agg[1]["episode_return/std"] == 0.0
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference")
+    run_training(tiny("logging.backends=[]"), out, quiet=True)
+    return out
+
+
+def test_slow_backend_changes_nothing_loses_nothing_and_does_not_stall(reference_run, tmp_path):
+    slow = SlowBackend(0.4)  # 8 chunks x 0.4 s: far longer than this tiny run trains
+    result = run_training(tiny("logging.backends=[]"), tmp_path, quiet=True, extra_backends=(slow,))
+    # every update of every seed, once, in order
+    assert [(r["update"], r["seed"]) for r in slow.records] == [
+        (u, s) for u in range(1, 17) for s in range(2)
+    ]
+    assert slow.closed == "finished"
+    # the device finished before the slow backend had drained: it did not wait for it
+    assert slow.write_times[-1] > result.train_end
+    assert sum(t > result.train_end for t in slow.write_times) >= 2
+    # and the results are those of a run without it
+    assert (tmp_path / "metrics.jsonl").read_text() == (reference_run / "metrics.jsonl").read_text()
+    assert len(read_jsonl(tmp_path / "metrics_aggregate.jsonl")) == 16
+
+
+def test_a_backend_that_raises_is_reported_once_and_the_rest_complete(tmp_path, capsys):
+    broken, slow = BrokenBackend(), SlowBackend(0.0)
+    run_training(tiny("logging.backends=[]"), tmp_path, quiet=True, extra_backends=(broken, slow))
+    err = capsys.readouterr().err
+    assert err.count("'broken' failed in write() and is disabled") == 1 and "disk full" in err
+    assert broken.calls == 1
+    assert len(slow.records) == 32 and len(read_jsonl(tmp_path / "metrics.jsonl")) == 32
+
+
+def test_mlflow_local_store_matches_jsonl(tmp_path):
+    from mlflow import MlflowClient
+
+    run_training(tiny("logging.backends=[mlflow]"), tmp_path, quiet=True)
+    client = MlflowClient(tracking_uri=local_store_uri(tmp_path))
+    (run,) = client.search_runs([client.get_experiment_by_name("nnxrl").experiment_id])
+    assert run.info.status == "FINISHED"
+    assert run.data.params["ppo.gamma"] == "0.99" and run.data.params["num_seeds"] == "2"
+    records = read_jsonl(tmp_path / "metrics.jsonl")
+    for seed in range(2):
+        for key in ("loss/total", "episode_return"):
+            expected = [
+                (r["env_steps"], r[key])
+                for r in records
+                if r["seed"] == seed and r[key] is not None
+            ]
+            history = client.get_metric_history(run.info.run_id, f"seed_{seed}/{key}")
+            got = sorted((m.step, m.value) for m in history)
+            assert len(got) == len(expected) > 0
+            np.testing.assert_allclose([v for _, v in got], [v for _, v in expected], rtol=1e-6)
+            assert [s for s, _ in got] == [s for s, _ in expected]
+    mean = client.get_metric_history(run.info.run_id, "loss/total/mean")
+    assert len(mean) == 16
+    artifacts = [a.path for a in client.list_artifacts(run.info.run_id)]
+    assert "config.yaml" in artifacts
+
+
+def test_mlflow_store_that_cannot_be_created_warns_once_and_training_completes(tmp_path, capsys):
+    bad = "sqlite:////proc/nnxrl-cannot-write-here/mlflow.db"
+    run_training(
+        tiny("logging.backends=[mlflow]", f"logging.mlflow_tracking_uri={bad}"),
+        tmp_path,
+        quiet=True,
+    )
+    err = capsys.readouterr().err
+    assert err.count("logging backend 'mlflow'") == 1
+    assert len(read_jsonl(tmp_path / "metrics.jsonl")) == 32
+
+
+def test_wandb_offline_writes_its_run_files(tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    run_training(tiny("logging.backends=[wandb]"), tmp_path, quiet=True)
+    runs = list((tmp_path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1
+    (data,) = list(runs[0].glob("run-*.wandb"))
+    assert data.stat().st_size > 1000
+
+
+def test_console_progress_and_summary_lines(tmp_path, capsys):
+    run_training(tiny("logging.backends=[console]", "logging.print_every=2"), tmp_path)
+    out = capsys.readouterr().out
+    lines = [x for x in out.splitlines() if x.startswith("[")]
+    assert len(lines) == 4  # 8 chunks, every 2nd, the last among them
+    assert "update 16/16" in lines[-1] and "steps/s" in lines[-1] and "return" in lines[-1]
+
+
+def test_ctrl_c_keeps_every_completed_update_and_marks_the_mlflow_run_killed(tmp_path):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    cmd = [
+        sys.executable,
+        "-m",
+        "nnxrl.cli",
+        "train",
+        "configs/ppo-cartpole.yaml",
+        "--out",
+        str(tmp_path),
+        "--set",
+        "num_seeds=2",
+        "--set",
+        "total_env_steps=4000000",
+        "--set",
+        "logging.backends=[mlflow]",
+        "--set",
+        "logging.updates_per_chunk=4",
+    ]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    jsonl = tmp_path / "metrics.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline and (not jsonl.exists() or len(jsonl.read_text()) < 5000):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    records = read_jsonl(jsonl)  # every line is whole JSON
+    updates = sorted({r["update"] for r in records})
+    assert updates == list(range(1, len(updates) + 1)) and len(updates) < 7812
+    assert len(records) == 2 * len(updates)
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=local_store_uri(tmp_path))
+    (run,) = client.search_runs([client.get_experiment_by_name("nnxrl").experiment_id])
+    assert run.info.status == "KILLED"
+    history = client.get_metric_history(run.info.run_id, "seed_0/loss/total")
+    assert len(history) == len(updates)
+
+
+def test_plot_overlays_one_curve_per_run(reference_run, tmp_path, capsys):
+    out = tmp_path / "curves.png"
+    assert main(["plot", str(reference_run), str(reference_run), "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from nnxrl.plot import plot_runs
+
+    labels = plot_runs([reference_run, reference_run], "loss/total", tmp_path / "b.png")
+    assert len(labels) == 2
+    assert main(["plot", str(reference_run), "--metric", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_logger_threads_are_joined(reference_run):
+    assert not [t for t in threading.enumerate() if t.name.startswith("nnxrl-")]
