@@ -1,6 +1,7 @@
-"""What logging costs a CartPole run: env steps/s with logging off, with console +
-jsonl + mlflow, and with an extra backend that sleeps 50 ms per record (it drains
-for ~50 s after training ends; steps/s counts training only).
+"""What logging costs a CartPole run: env steps/s with logging off (metrics.jsonl
+only), with console + jsonl, with console + jsonl + mlflow, and with an extra
+backend that sleeps 50 ms per record (it drains for ~50 s after training ends;
+steps/s counts training only).
 
     uv run python benchmarks/logging_overhead.py [--repeats 3]
 
@@ -40,13 +41,18 @@ class SleepyBackend:
 
 
 def run(variant: str) -> float:
-    backends = {"off": "[]", "console+jsonl+mlflow": "[mlflow]", "sleepy 50 ms": "[]"}[variant]
+    backends = {
+        "off": "[]",
+        "console+jsonl": "[]",
+        "console+jsonl+mlflow": "[mlflow]",
+        "sleepy 50 ms": "[]",
+    }[variant]
     # 8 updates per chunk: 122 hand-offs to the host in the 976-update run
     config = C.load(
         "configs/ppo-cartpole.yaml", [f"logging.backends={backends}", "logging.updates_per_chunk=8"]
     )
     extra = ()
-    if variant == "console+jsonl+mlflow":
+    if variant.startswith("console"):
         extra = (ConsoleBackend(config.num_updates, stream=io.StringIO()),)
     elif variant == "sleepy 50 ms":
         extra = (SleepyBackend(),)
@@ -58,7 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    variants = ["off", "console+jsonl+mlflow", "sleepy 50 ms"]
+    variants = ["off", "console+jsonl", "console+jsonl+mlflow", "sleepy 50 ms"]
     results: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(args.repeats):
         for v in variants:

@@ -11,6 +11,7 @@ others carry on.
 
 from __future__ import annotations
 
+import os
 import queue
 import sys
 import threading
@@ -35,6 +36,16 @@ class Backend(Protocol):
 
 
 _STOP = object()
+# The largest share of its thread's time a backend spends writing while training runs.
+DUTY_CYCLE = 0.1
+
+
+def lower_priority() -> None:
+    """Make the calling thread yield the CPU to training (Linux: thread niceness)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 15)
+    except (AttributeError, OSError):  # not Linux, or not permitted: run as is
+        pass
 
 
 class _Worker:
@@ -43,14 +54,21 @@ class _Worker:
     def __init__(self, backend: Backend):
         self.backend = backend
         self.failed = False
+        self.draining = threading.Event()  # set at close: write the rest at full speed
         self.queue: queue.Queue = queue.Queue()
         self.thread = threading.Thread(target=self._run, name=f"nnxrl-{backend.name}", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
+        lower_priority()
         self._call("open")
         while (batch := self.queue.get()) is not _STOP:
+            started = time.perf_counter()
             self._call("write", batch)
+            # While training runs, stay in the background: rest so that writing takes at
+            # most DUTY_CYCLE of this thread's time; what is left is written at close.
+            busy = time.perf_counter() - started
+            self.draining.wait(busy * (1.0 / DUTY_CYCLE - 1.0))
 
     def _call(self, method: str, *args: Any) -> None:
         if self.failed:
@@ -68,6 +86,14 @@ class _Worker:
             )
 
     def close(self, status: str) -> None:
+        self.draining.set()
+        backlog = self.queue.qsize()
+        if backlog > 2 and not self.failed:
+            print(
+                f"nnxrl: writing the last {backlog} chunks to {self.backend.name}...",
+                file=sys.stderr,
+                flush=True,
+            )
         self.queue.put(_STOP)
         self.thread.join()
         self._call("close", status)
@@ -99,6 +125,7 @@ class MetricLogger:
         self._queue.put((metrics, first_update, seconds, now - self._start))
 
     def _dispatch(self) -> None:
+        lower_priority()
         while (item := self._queue.get()) is not _STOP:
             metrics, first_update, seconds, elapsed = item
             records = chunk_to_records(metrics, first_update, self.batch_size)

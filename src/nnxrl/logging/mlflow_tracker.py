@@ -4,7 +4,7 @@ Uses MLflow's local SQLite store inside the run directory (``<out>/mlflow.db``,
 artifacts in ``<out>/mlartifacts``) unless ``logging.mlflow_tracking_uri`` names
 another. Logs the resolved config as
 flattened params and as an artifact, per-seed metrics as ``seed_<i>/<name>`` and
-the across-seed aggregates as ``<name>/mean|std|min|max``, all at step
+the across-seed aggregates as ``<name>/mean`` and ``<name>/std``, all at step
 ``env_steps``, plus ``perf/sps``. The run ends FINISHED, KILLED or FAILED.
 """
 
@@ -92,9 +92,9 @@ class MlflowBackend:
                     metrics.append(
                         self._metric_cls(f"seed_{r['seed']}/{key}", value, now, r["env_steps"])
                     )
-        for a in batch.aggregates:
+        for a in batch.aggregates:  # mean and std (min and max stay in the JSONL)
             for key, value in a.items():
-                if key not in ("update", "env_steps", "num_seeds"):
+                if key.endswith(("/mean", "/std")):
                     metrics.append(self._metric_cls(key, value, now, a["env_steps"]))
         if batch.sps is not None:
             step = batch.aggregates[-1]["env_steps"]
