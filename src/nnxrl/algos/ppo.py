@@ -99,14 +99,13 @@ def collect_rollout(
     [T, B] and V(obs) [B] for the observation after the last step."""
     model = nnx.merge(graphdef, run_state.params)
 
-    def env_step(carry, _):
-        obs, env_state, key = carry
-        key, action_key, step_key = jax.random.split(key, 3)
-        dist, value = model(obs)
+    def env_step(state: RunState, _: Any) -> tuple[RunState, Transition]:
+        key, action_key, step_key = jax.random.split(state.key, 3)
+        dist, value = model(state.obs)
         action = dist.sample(action_key)
-        env_state, out = env.step(step_key, env_state, action)
+        env_state, out = env.step(step_key, state.env_state, action)
         transition = Transition(
-            obs=obs,
+            obs=state.obs,
             action=action,
             log_prob=dist.log_prob(action),
             value=value,
@@ -116,12 +115,10 @@ def collect_rollout(
             final_value=model.value(out.final_obs),
             episode=out.episode,
         )
-        return (out.obs, env_state, key), transition
+        return state.replace(obs=out.obs, env_state=env_state, key=key), transition
 
-    carry = (run_state.obs, run_state.env_state, run_state.key)
-    (obs, env_state, key), trajectory = jax.lax.scan(env_step, carry, length=num_steps)
-    run_state = run_state.replace(obs=obs, env_state=env_state, key=key)
-    return run_state, trajectory, model.value(obs)
+    run_state, trajectory = jax.lax.scan(env_step, run_state, length=num_steps)
+    return run_state, trajectory, model.value(run_state.obs)
 
 
 def compute_advantages(
