@@ -30,8 +30,8 @@ def test_orthogonal_init_refuses_traced_keys():
 def test_actor_critic_shapes_flat_and_pixels():
     net = ActorCritic((4,), 2, 2, 64, "tanh", (8, 8), rngs=nnx.Rngs(0))
     dist, value = net(jnp.zeros((5, 3, 4)))
-    assert dist.logits.shape == (5, 3, 2) and value.shape == (5, 3)
-    pix = ActorCritic((16, 16, 3), 5, 1, 32, "relu", (8, 8), rngs=nnx.Rngs(0))
+    assert dist.logits.shape == (5, 3, 2) and value.shape == (5, 3, 1)
+    pix = ActorCritic((16, 16, 3), 5, 1, 32, "relu", (8, 8), rngs=nnx.Rngs(0), num_values=2)
     dist, value = pix(jnp.zeros((7, 16, 16, 3)))
-    assert dist.logits.shape == (7, 5) and value.shape == (7,)
+    assert dist.logits.shape == (7, 5) and value.shape == (7, 2)
     assert pix.actor_encoder.torso is not None and net.actor_encoder.torso is None

@@ -25,7 +25,7 @@ class ConfigError(ValueError):
     """A configuration value is unknown, of the wrong type, out of range or inconsistent."""
 
 
-def _field(
+def setting(
     default: Any,
     doc: str,
     *,
@@ -41,6 +41,9 @@ def _field(
         factory = lambda d=default: type(d)(d)  # noqa: E731  (a fresh copy per config)
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
+
+
+_field = setting  # the name used in this file
 
 
 def _section(cls: type, doc: str) -> Any:
@@ -96,6 +99,49 @@ class PPOConfig:
     )
 
 
+@dataclass(frozen=True)
+class IntrinsicConfig:
+    addon: str = _field(
+        "none",
+        "Intrinsic-reward add-on: none, icm, e3b or rnd (or any registered with "
+        "nnxrl.intrinsic.register).",
+    )
+    mode: Literal["reward", "value_head"] = _field(
+        "reward",
+        "How the algorithm consumes the bonus: 'reward' adds reward_coef * bonus to the "
+        "extrinsic reward; 'value_head' learns it with a second critic output and its own "
+        "GAE (gamma, episodic), the advantages combined with the two *_adv_coef.",
+    )
+    reward_coef: float = _field(1.0, "Scale of the intrinsic reward stream.", low=0)
+    gamma: float = _field(0.99, "value_head: discount of the intrinsic stream.", low=0, high=1)
+    episodic: bool = _field(
+        False,
+        "value_head: cut intrinsic returns at episode ends (false: the intrinsic stream "
+        "continues through resets, as in RND).",
+    )
+    extrinsic_adv_coef: float = _field(1.0, "value_head: weight of the extrinsic advantage.", low=0)
+    intrinsic_adv_coef: float = _field(
+        0.01, "value_head: weight of the intrinsic advantage.", low=0
+    )
+    learning_rate: float = _field(
+        3e-4, "Add-on optimiser: Adam step size (constant).", low=0, low_open=True
+    )
+    adam_eps: float = _field(1e-5, "Add-on optimiser: Adam epsilon.", low=0, low_open=True)
+    max_grad_norm: float = _field(
+        1.0, "Add-on optimiser: global gradient-norm clip.", low=0, low_open=True
+    )
+    num_epochs: int = _field(4, "Add-on update passes over each rollout.", low=1)
+    num_minibatches: int | None = _field(
+        None,
+        "Add-on minibatches per epoch, each a set of whole env sequences (None: "
+        "ppo.num_minibatches). Must divide env.num_envs.",
+        low=1,
+    )
+    options: dict = _field(
+        {}, "The add-on's own settings (see its options class); unknown keys are rejected."
+    )
+
+
 BACKENDS = ("console", "mlflow", "wandb")
 
 
@@ -133,6 +179,7 @@ class Config:
     env: EnvConfig = _section(EnvConfig, "Environment and batching.")
     network: NetworkConfig = _section(NetworkConfig, "Actor and critic networks.")
     ppo: PPOConfig = _section(PPOConfig, "PPO hyperparameters.")
+    intrinsic: IntrinsicConfig = _section(IntrinsicConfig, "Intrinsic-motivation add-on.")
     logging: LoggingConfig = _section(LoggingConfig, "Host-side hand-off and printing.")
 
     # Derived quantities ---------------------------------------------------------------
@@ -291,7 +338,35 @@ def validate(config: Config) -> Config:
             f"updates (total_env_steps // (num_envs * num_steps)); choose a divisor"
         )
     check_env_config(env)
+    _validate_intrinsic(config)
     return config
+
+
+def _validate_intrinsic(config: Config) -> None:
+    from nnxrl.intrinsic import addon_options, known_addons  # local: avoids an import cycle
+
+    intrinsic = config.intrinsic
+    if intrinsic.addon not in known_addons():
+        close = difflib.get_close_matches(intrinsic.addon, known_addons(), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ConfigError(
+            f"intrinsic.addon: {intrinsic.addon!r} is not a known add-on{hint} "
+            f"Known: {sorted(known_addons())}"
+        )
+    num_minibatches = intrinsic.num_minibatches or config.ppo.num_minibatches
+    if config.env.num_envs % num_minibatches:
+        source = "intrinsic" if intrinsic.num_minibatches else "ppo (used by intrinsic)"
+        raise ConfigError(
+            f"{source}.num_minibatches: {num_minibatches} does not divide env.num_envs="
+            f"{config.env.num_envs}; add-on minibatches are sets of whole env sequences, "
+            "so choose a divisor of num_envs (set intrinsic.num_minibatches)"
+        )
+    addon_options(intrinsic.addon, intrinsic.options)  # raises on a bad option
+
+
+def build_section(cls: type, data: Mapping[str, Any], prefix: str) -> Any:
+    """Build and check one config dataclass from plain data; errors name ``prefix``+key."""
+    return _build(cls, data, prefix)
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -25,6 +25,7 @@ from jax.sharding import PartitionSpec as P
 from nnxrl import config as config_lib
 from nnxrl.algos.ppo import hyperparams_from, make_ppo
 from nnxrl.envs import CRAFTAX_IDS, make_env
+from nnxrl.intrinsic import addon_for
 from nnxrl.logging import Backend, MetricLogger, make_logger
 
 
@@ -72,7 +73,7 @@ def compile_programs(config: config_lib.Config):
     with every array's leading seed axis sharded over the devices. ``init()`` gives
     the first RunState (networks are initialised on the host first)."""
     env = make_env(config.env)
-    algo = make_ppo(config, env)
+    algo = make_ppo(config, env, addon_for(config, env.spec))
     hp = hyperparams_from(config)
     by_seed = seed_sharding(config.num_seeds)
     replicated = NamedSharding(by_seed.mesh, P())

@@ -1,6 +1,8 @@
 """Named state containers: data only, no logic.
 
 Arrays are time-major: ``[T, B, ...]`` for a rollout of T steps over B envs.
+``K`` is the number of reward streams a critic predicts: 1, or 2 when an intrinsic
+reward has its own value head (extrinsic first).
 ``RunState`` is everything a run carries from one update to the next (one seed;
 many seeds add a leading axis through vmap).
 """
@@ -25,6 +27,10 @@ class Hyperparams(NamedTuple):
     gamma: jax.Array
     gae_lambda: jax.Array
     max_grad_norm: jax.Array
+    intrinsic_reward_coef: jax.Array  # scale of the add-on's bonus
+    intrinsic_gamma: jax.Array  # discount of the intrinsic stream (value_head mode)
+    extrinsic_adv_coef: jax.Array  # weights of the two advantages (value_head mode)
+    intrinsic_adv_coef: jax.Array
 
 
 class Transition(NamedTuple):
@@ -33,11 +39,11 @@ class Transition(NamedTuple):
     obs: jax.Array  # [B, *obs_shape] observation the action was chosen from
     action: jax.Array  # [B] int32
     log_prob: jax.Array  # [B] log pi_old(action | obs)
-    value: jax.Array  # [B] V_old(obs)
+    value: jax.Array  # [B, K] V_old(obs), one per reward stream
     reward: jax.Array  # [B]
     terminated: jax.Array  # [B] bool
     truncated: jax.Array  # [B] bool
-    final_value: jax.Array  # [B] V_old(final_obs): the bootstrap on truncation
+    final_value: jax.Array  # [B, K] V_old(final_obs): the bootstrap on truncation
     episode: dict[str, jax.Array]  # per-episode results where the episode ended
 
 
@@ -47,9 +53,9 @@ class Batch(NamedTuple):
     obs: jax.Array
     action: jax.Array
     log_prob: jax.Array
-    value: jax.Array
-    advantage: jax.Array
-    target: jax.Array
+    value: jax.Array  # [N, K]
+    advantage: jax.Array  # [N]: the streams' advantages, weighted and summed
+    target: jax.Array  # [N, K]
 
 
 @struct.dataclass
@@ -62,6 +68,7 @@ class RunState:
     obs: jax.Array  # [B, *obs_shape] current observations
     key: jax.Array  # PRNG key for everything that follows
     update: jax.Array  # int32: updates done so far
+    addon: Any  # the intrinsic add-on's state (empty for none)
 
 
 @struct.dataclass

@@ -1,10 +1,18 @@
 """Proximal policy optimisation (Schulman et al. 2017) over batched envs.
 
-One update = ``collect_rollout`` (T steps of B envs) -> ``compute_advantages``
-(GAE) -> ``num_epochs`` x ``update_epoch`` (shuffle, then ``update_minibatch``
-per minibatch) -> ``summarize`` (fixed-shape metrics). ``make_ppo`` binds the
-configuration with ``functools.partial`` and returns two pure functions, ``init``
-and ``train_chunk``; the caller jits (and vmaps over seeds) only those.
+One update = ``collect_rollout`` (T steps of B envs) -> the intrinsic add-on's
+``reward`` and ``update`` -> ``combine_rewards`` into K reward streams ->
+``compute_advantages`` (GAE per stream) -> ``num_epochs`` x ``update_epoch``
+(shuffle, then ``update_minibatch`` per minibatch) -> ``summarize`` (fixed-shape
+metrics). ``make_ppo`` binds the configuration with ``functools.partial`` and
+returns two pure functions, ``init`` and ``train_chunk``; the caller jits (and
+vmaps over seeds) only those.
+
+Reward streams: with ``intrinsic.mode: reward`` there is one, r + c * b; with
+``value_head`` there are two, r and c * b, each with its own critic output,
+discount and (for the intrinsic one, optionally) no cut at episode ends, and the
+policy follows the weighted sum of their advantages. The add-on is whatever
+``nnxrl.intrinsic.base.Addon`` the caller passes (the no-bonus default by default).
 """
 
 from __future__ import annotations
@@ -20,8 +28,9 @@ from flax import nnx
 
 from nnxrl.config import Config
 from nnxrl.envs import VecEnv
+from nnxrl.intrinsic.base import Addon, Experience, NoOptions, no_bonus
 from nnxrl.networks import ActorCritic
-from nnxrl.ops.gae import bootstrap_values, compute_gae
+from nnxrl.ops.gae import continuing_gae, episodic_gae
 from nnxrl.ops.losses import normalize, policy_loss, value_loss
 from nnxrl.ops.minibatch import flatten_time, shuffle_into_minibatches
 from nnxrl.types import Batch, Hyperparams, RunState, Transition, UpdateState
@@ -31,13 +40,13 @@ class PPO(NamedTuple):
     """The algorithm's pure functions, configuration already bound."""
 
     init: Callable[[jax.Array, Any], RunState]  # (key, params) -> RunState
-    init_params: Callable[[jax.Array], Any]  # key -> network parameters (host side)
+    init_params: Callable[[jax.Array], Any]  # key -> (network, add-on) params (host side)
     train_chunk: Callable[[RunState, Hyperparams], tuple[RunState, dict]]
     graphdef: Any  # the network's structure, for rebuilding it from params
 
 
 def hyperparams_from(config: Config) -> Hyperparams:
-    p = config.ppo
+    p, i = config.ppo, config.intrinsic
     return Hyperparams(
         *(
             jnp.float32(v)
@@ -50,6 +59,10 @@ def hyperparams_from(config: Config) -> Hyperparams:
                 p.gamma,
                 p.gae_lambda,
                 p.max_grad_norm,
+                i.reward_coef,
+                i.gamma,
+                i.extrinsic_adv_coef,
+                i.intrinsic_adv_coef,
             )
         )
     )
@@ -65,7 +78,13 @@ def build_network(config: Config, env: VecEnv, key: jax.Array) -> ActorCritic:
         n.activation,
         n.conv_features,
         rngs=nnx.Rngs(params=key),
+        num_values=num_reward_streams(config),
     )
+
+
+def num_reward_streams(config: Config) -> int:
+    """K: 2 when the intrinsic reward has its own value head, else 1."""
+    return 2 if config.intrinsic.mode == "value_head" else 1
 
 
 # --------------------------------------------------------------------------------------
@@ -73,22 +92,27 @@ def build_network(config: Config, env: VecEnv, key: jax.Array) -> ActorCritic:
 # --------------------------------------------------------------------------------------
 
 
-def init_params(key: jax.Array, *, make_network: Callable) -> Any:
-    """The network's parameters for ``key`` (built eagerly, outside jit)."""
-    return nnx.state(make_network(jax.random.fold_in(key, 0)))
+def init_params(key: jax.Array, *, make_network: Callable, addon: Addon) -> Any:
+    """(network params, add-on params) for ``key``, built eagerly, outside jit."""
+    network = nnx.state(make_network(jax.random.fold_in(key, 0)))
+    return network, addon.init_params(jax.random.fold_in(key, 2))
 
 
-def init(key: jax.Array, params: Any, *, env: VecEnv, tx: optax.GradientTransformation) -> RunState:
+def init(
+    key: jax.Array, params: Any, *, env: VecEnv, tx: optax.GradientTransformation, addon: Addon
+) -> RunState:
     """The run state before the first update, around freshly initialised params."""
-    env_key, key = jax.random.split(jax.random.fold_in(key, 1))
+    network_params, addon_params = params
+    env_key, addon_key, key = jax.random.split(jax.random.fold_in(key, 1), 3)
     obs, env_state = env.reset(env_key)
     return RunState(
-        params=params,
-        opt_state=tx.init(params),
+        params=network_params,
+        opt_state=tx.init(network_params),
         env_state=env_state,
         obs=obs,
         key=key,
         update=jnp.int32(0),
+        addon=addon.init(addon_key, addon_params),
     )
 
 
@@ -96,7 +120,7 @@ def collect_rollout(
     run_state: RunState, *, env: VecEnv, graphdef: Any, num_steps: int
 ) -> tuple[RunState, Transition, jax.Array]:
     """Act for num_steps in every env. Returns the advanced state, the Transitions
-    [T, B] and V(obs) [B] for the observation after the last step."""
+    [T, B] and V(obs) [B, K] for the observation after the last step."""
     model = nnx.merge(graphdef, run_state.params)
 
     def env_step(state: RunState, _: Any) -> tuple[RunState, Transition]:
@@ -121,21 +145,56 @@ def collect_rollout(
     return run_state, trajectory, model.value(run_state.obs)
 
 
-def compute_advantages(
-    trajectory: Transition, last_value: jax.Array, hp: Hyperparams
-) -> tuple[jax.Array, jax.Array]:
-    """GAE advantages and value targets, [T, B] each."""
-    t = trajectory
-    next_values = bootstrap_values(t.value, last_value, t.final_value, t.truncated)
-    return compute_gae(
-        t.reward,
-        t.value,
-        next_values,
-        t.terminated,
-        jnp.logical_or(t.terminated, t.truncated),
-        hp.gamma,
-        hp.gae_lambda,
+def to_experience(trajectory: Transition, last_obs: jax.Array) -> Experience:
+    """The rollout as an intrinsic add-on sees it."""
+    return Experience(
+        obs=jnp.concatenate([trajectory.obs, last_obs[None]], axis=0),
+        action=trajectory.action,
+        episode_end=jnp.logical_or(trajectory.terminated, trajectory.truncated),
     )
+
+
+def combine_rewards(
+    extrinsic: jax.Array, bonus: jax.Array, hp: Hyperparams, *, num_streams: int
+) -> jax.Array:
+    """[T, B] each -> rewards [T, B, K]: r + c b (K = 1) or (r, c b) (K = 2)."""
+    scaled = hp.intrinsic_reward_coef * bonus
+    if num_streams == 1:
+        return (extrinsic + scaled)[..., None]
+    return jnp.stack([extrinsic, scaled], axis=-1)
+
+
+def compute_advantages(
+    trajectory: Transition,
+    rewards: jax.Array,
+    last_value: jax.Array,
+    hp: Hyperparams,
+    *,
+    episodic: tuple[bool, ...],
+) -> tuple[jax.Array, jax.Array]:
+    """GAE per reward stream: rewards [T, B, K], last_value [B, K] -> advantages and
+    value targets, [T, B, K] each. Stream 0 (extrinsic) cuts at true ends and
+    bootstraps through time limits; stream 1 (intrinsic) uses its own discount and,
+    when not episodic, runs on through episode ends, bootstrapped with its own value."""
+    t = trajectory
+    gammas = (hp.gamma, hp.intrinsic_gamma)
+    results = []
+    for k, cut_at_ends in enumerate(episodic):
+        args = (rewards[..., k], t.value[..., k], last_value[..., k])
+        if cut_at_ends:
+            args += (t.final_value[..., k], t.terminated, t.truncated)
+            results.append(episodic_gae(*args, gammas[k], hp.gae_lambda))
+        else:
+            results.append(continuing_gae(*args, gammas[k], hp.gae_lambda))
+    advantages, targets = zip(*results, strict=True)
+    return jnp.stack(advantages, axis=-1), jnp.stack(targets, axis=-1)
+
+
+def weigh_advantages(advantages: jax.Array, hp: Hyperparams) -> jax.Array:
+    """[T, B, K] -> [T, B]: the advantage the policy follows (K = 1: unchanged)."""
+    if advantages.shape[-1] == 1:
+        return advantages[..., 0]
+    return hp.extrinsic_adv_coef * advantages[..., 0] + hp.intrinsic_adv_coef * advantages[..., 1]
 
 
 def ppo_loss(
@@ -154,12 +213,14 @@ def ppo_loss(
     pol, approx_kl, clip_fraction = policy_loss(
         log_prob, minibatch.log_prob, advantage, hp.clip_eps
     )
-    val = value_loss(
-        value, minibatch.value, minibatch.target, hp.value_clip_eps if clip_value else None
+    clip = hp.value_clip_eps if clip_value else None
+    per_stream = jax.vmap(value_loss, in_axes=(-1, -1, -1, None))(
+        value, minibatch.value, minibatch.target, clip
     )
+    val = per_stream.sum()
     entropy = dist.entropy().mean()
     total = pol + hp.vf_coef * val - hp.ent_coef * entropy
-    return total, {
+    metrics = {
         "loss/total": total,
         "loss/policy": pol,
         "loss/value": val,
@@ -167,6 +228,9 @@ def ppo_loss(
         "stats/approx_kl": approx_kl,
         "stats/clip_fraction": clip_fraction,
     }
+    if per_stream.shape[0] == 2:
+        metrics["loss/value_intrinsic"] = per_stream[1]
+    return total, metrics
 
 
 def clip_by_global_norm(grads: Any, max_norm: jax.Array) -> tuple[Any, jax.Array]:
@@ -213,11 +277,17 @@ def update_epoch(
 
 
 def summarize(
-    trajectory: Transition, batch: Batch, loss_metrics: dict, achievement_names: tuple[str, ...]
+    trajectory: Transition,
+    batch: Batch,
+    bonus: jax.Array,
+    loss_metrics: dict,
+    addon_metrics: dict,
+    achievement_names: tuple[str, ...],
 ) -> dict:
     """Fixed-shape scalars for one update: episode means over episodes that ended
     in it (with their count, so the host can report null for none), losses averaged
-    over epochs and minibatches, and the value function's explained variance."""
+    over epochs and minibatches, the add-on's metrics, and the extrinsic value
+    function's explained variance."""
     ended = jnp.logical_or(trajectory.terminated, trajectory.truncated).astype(jnp.float32)
     count = ended.sum()
 
@@ -233,8 +303,11 @@ def summarize(
         rates = episode_mean(trajectory.episode["achievements"])
         metrics.update({f"achievements/{n}": rates[i] for i, n in enumerate(achievement_names)})
     metrics["reward/extrinsic"] = trajectory.reward.mean()
-    residual = jnp.var(batch.target - batch.value)
-    metrics["stats/explained_variance"] = 1.0 - residual / jnp.maximum(jnp.var(batch.target), 1e-8)
+    metrics["reward/intrinsic"] = bonus.mean()
+    metrics.update(addon_metrics)
+    target, value = batch.target[:, 0], batch.value[:, 0]
+    residual = jnp.var(target - value)
+    metrics["stats/explained_variance"] = 1.0 - residual / jnp.maximum(jnp.var(target), 1e-8)
     return metrics
 
 
@@ -245,14 +318,24 @@ def train_update(
     *,
     rollout_fn: Callable,
     epoch_fn: Callable,
+    addon: Addon,
+    advantage_fn: Callable,
+    num_streams: int,
     num_epochs: int,
     steps_per_update: int,
     advantage_normalization: str,
     achievement_names: tuple[str, ...],
 ) -> tuple[RunState, dict]:
-    """One PPO iteration: collect, estimate advantages, optimise, summarise."""
+    """One PPO iteration: collect, let the add-on score and learn from the rollout,
+    estimate advantages, optimise, summarise."""
     run_state, trajectory, last_value = rollout_fn(run_state)
-    advantages, targets = compute_advantages(trajectory, last_value, hp)
+    key, addon_key, epoch_key = jax.random.split(run_state.key, 3)
+    experience = to_experience(trajectory, run_state.obs)
+    addon_state, bonus, reward_metrics = addon.reward(run_state.addon, experience)
+    addon_state, update_metrics = addon.update(addon_state, experience, addon_key)
+    rewards = combine_rewards(trajectory.reward, bonus, hp, num_streams=num_streams)
+    stream_advantages, targets = advantage_fn(trajectory, rewards, last_value, hp)
+    advantages = weigh_advantages(stream_advantages, hp)
     if advantage_normalization == "batch":
         advantages = normalize(advantages)
     batch = Batch(
@@ -264,15 +347,20 @@ def train_update(
         target=targets,
     )
     batch = flatten_time(batch)
-    key, epoch_key = jax.random.split(run_state.key)
     start = UpdateState(run_state.params, run_state.opt_state, run_state.update * steps_per_update)
     (state, _), loss_metrics = jax.lax.scan(
         partial(epoch_fn, batch=batch, hp=hp), (start, epoch_key), length=num_epochs
     )
     run_state = run_state.replace(
-        params=state.params, opt_state=state.opt_state, key=key, update=run_state.update + 1
+        params=state.params,
+        opt_state=state.opt_state,
+        key=key,
+        update=run_state.update + 1,
+        addon=addon_state,
     )
-    return run_state, summarize(trajectory, batch, loss_metrics, achievement_names)
+    addon_metrics = {**reward_metrics, **update_metrics}
+    metrics = summarize(trajectory, batch, bonus, loss_metrics, addon_metrics, achievement_names)
+    return run_state, metrics
 
 
 def train_chunk(
@@ -292,9 +380,12 @@ def linear_decay(total_steps: int) -> Callable[[jax.Array], jax.Array]:
     return lambda step: 1.0 - step / max(total_steps - 1, 1)
 
 
-def make_ppo(config: Config, env: VecEnv) -> PPO:
-    """Bind the configuration onto the phases; returns init and train_chunk."""
+def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
+    """Bind the configuration and the intrinsic add-on (default: no bonus) onto the
+    phases; returns init and train_chunk."""
     p = config.ppo
+    addon = addon if addon is not None else no_bonus(NoOptions(), None)
+    num_streams = num_reward_streams(config)
     make_network = partial(build_network, config, env)
     graphdef, _ = nnx.split(make_network(jax.random.key(0)))
     tx = optax.scale_by_adam(eps=p.adam_eps)
@@ -315,14 +406,19 @@ def make_ppo(config: Config, env: VecEnv) -> PPO:
         train_update,
         rollout_fn=rollout_fn,
         epoch_fn=epoch_fn,
+        addon=addon,
+        advantage_fn=partial(
+            compute_advantages, episodic=(True, config.intrinsic.episodic)[:num_streams]
+        ),
+        num_streams=num_streams,
         num_epochs=p.num_epochs,
         steps_per_update=steps_per_update,
         advantage_normalization=p.advantage_normalization,
         achievement_names=env.spec.achievement_names,
     )
     return PPO(
-        init=partial(init, env=env, tx=tx),
-        init_params=partial(init_params, make_network=make_network),
+        init=partial(init, env=env, tx=tx, addon=addon),
+        init_params=partial(init_params, make_network=make_network, addon=addon),
         train_chunk=partial(train_chunk, update_fn=update_fn, num_updates=config.updates_per_chunk),
         graphdef=graphdef,
     )

@@ -1,127 +1,24 @@
 """Separate actor and critic networks (Flax NNX) with orthogonal initialisation.
 
-Flat observations go through an MLP; image observations (rank 3, ``[H, W, C]``)
-first go through a small conv torso. Actor and critic share no parameters.
+Each of actor and critic has its own encoder (conv torso for image observations)
+and MLP; they share no parameters. The critic has one output per reward stream
+(1 normally; 2 when an intrinsic reward is learned by its own value head).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 from flax import nnx
 
 from nnxrl.networks.distributions import Categorical
-from nnxrl.networks.initializers import orthogonal
-
-ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
-    "tanh": jnp.tanh,
-    "relu": jax.nn.relu,
-    "gelu": jax.nn.gelu,
-    "silu": jax.nn.silu,
-}
-
-
-def orthogonal_linear(in_features: int, out_features: int, scale: float, rngs: nnx.Rngs):
-    return nnx.Linear(
-        in_features,
-        out_features,
-        kernel_init=orthogonal(scale),
-        bias_init=nnx.initializers.zeros,
-        rngs=rngs,
-    )
-
-
-class ConvTorso(nnx.Module):
-    """3x3 stride-2 convolutions, then flatten: [..., H, W, C] -> [..., F]."""
-
-    def __init__(
-        self, obs_shape: Sequence[int], features: Sequence[int], activation: str, rngs: nnx.Rngs
-    ):
-        channels = [obs_shape[-1], *features]
-        self.convs = nnx.List(
-            nnx.Conv(
-                c_in,
-                c_out,
-                kernel_size=(3, 3),
-                strides=(2, 2),
-                kernel_init=orthogonal(np.sqrt(2)),
-                rngs=rngs,
-            )
-            for c_in, c_out in zip(channels[:-1], channels[1:], strict=True)
-        )
-        self.activation = ACTIVATIONS[activation]
-        probe = jax.eval_shape(lambda x: self._conv(x), jnp.zeros((1, *obs_shape)))
-        self.out_features = int(np.prod(probe.shape[1:]))
-
-    def _conv(self, x: jax.Array) -> jax.Array:
-        for conv in self.convs:
-            x = self.activation(conv(x))
-        return x
-
-    def __call__(self, obs: jax.Array) -> jax.Array:
-        batch = obs.shape[:-3]
-        x = self._conv(obs.reshape((-1, *obs.shape[-3:])))
-        return x.reshape((*batch, -1))
-
-
-class MLP(nnx.Module):
-    """``num_layers`` hidden layers of ``width`` with orthogonal(sqrt 2) init, then a
-    linear head with orthogonal(``head_scale``) init: [..., D] -> [..., out]."""
-
-    def __init__(
-        self,
-        in_features: int,
-        out_features: int,
-        num_layers: int,
-        width: int,
-        activation: str,
-        head_scale: float,
-        rngs: nnx.Rngs,
-    ):
-        sizes = [in_features] + [width] * num_layers
-        self.hidden = nnx.List(
-            orthogonal_linear(a, b, np.sqrt(2), rngs)
-            for a, b in zip(sizes[:-1], sizes[1:], strict=True)
-        )
-        self.head = orthogonal_linear(sizes[-1], out_features, head_scale, rngs)
-        self.activation = ACTIVATIONS[activation]
-
-    def __call__(self, x: jax.Array) -> jax.Array:
-        for layer in self.hidden:
-            x = self.activation(layer(x))
-        return self.head(x)
-
-
-class Encoder(nnx.Module):
-    """Observation -> flat features: conv torso for images, flatten otherwise."""
-
-    def __init__(
-        self,
-        obs_shape: Sequence[int],
-        conv_features: Sequence[int],
-        activation: str,
-        rngs: nnx.Rngs,
-    ):
-        self.obs_rank = len(obs_shape)
-        self.torso = (
-            ConvTorso(obs_shape, conv_features, activation, rngs) if self.obs_rank == 3 else None
-        )
-        self.out_features = (
-            self.torso.out_features if self.torso is not None else int(np.prod(obs_shape))
-        )
-
-    def __call__(self, obs: jax.Array) -> jax.Array:
-        if self.torso is not None:
-            return self.torso(obs)
-        batch = obs.shape[: obs.ndim - self.obs_rank]
-        return obs.reshape((*batch, self.out_features))
+from nnxrl.networks.torso import MLP, Encoder
 
 
 class ActorCritic(nnx.Module):
-    """pi(a|s) as a Categorical and V(s), from two networks that share nothing."""
+    """pi(a|s) as a Categorical and V(s) [..., num_values], from two networks that
+    share nothing."""
 
     def __init__(
         self,
@@ -132,17 +29,18 @@ class ActorCritic(nnx.Module):
         activation: str,
         conv_features: Sequence[int],
         rngs: nnx.Rngs,
+        num_values: int = 1,
     ):
         self.actor_encoder = Encoder(obs_shape, conv_features, activation, rngs)
         self.critic_encoder = Encoder(obs_shape, conv_features, activation, rngs)
         d = self.actor_encoder.out_features
         self.actor = MLP(d, num_actions, num_layers, width, activation, 0.01, rngs)
-        self.critic = MLP(d, 1, num_layers, width, activation, 1.0, rngs)
+        self.critic = MLP(d, num_values, num_layers, width, activation, 1.0, rngs)
 
     def value(self, obs: jax.Array) -> jax.Array:
-        """[..., *obs_shape] -> [...]"""
-        return self.critic(self.critic_encoder(obs))[..., 0]
+        """[..., *obs_shape] -> [..., num_values]"""
+        return self.critic(self.critic_encoder(obs))
 
     def __call__(self, obs: jax.Array) -> tuple[Categorical, jax.Array]:
-        """[..., *obs_shape] -> (Categorical over [..., A], value [...])"""
+        """[..., *obs_shape] -> (Categorical over [..., A], value [..., num_values])"""
         return Categorical(self.actor(self.actor_encoder(obs))), self.value(obs)

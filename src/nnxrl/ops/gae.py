@@ -58,3 +58,36 @@ def bootstrap_values(
     """
     following = jnp.concatenate([values[1:], last_value[None]], axis=0)
     return jnp.where(truncated, final_values, following)
+
+
+def episodic_gae(
+    rewards: jax.Array,
+    values: jax.Array,
+    last_value: jax.Array,
+    final_values: jax.Array,
+    terminated: jax.Array,
+    truncated: jax.Array,
+    gamma: float | jax.Array,
+    gae_lambda: float | jax.Array,
+) -> tuple[jax.Array, jax.Array]:
+    """GAE for a reward that belongs to episodes: cut at true ends, bootstrapped
+    through time limits from the final observation's value. All [T, B]; last_value [B]."""
+    next_values = bootstrap_values(values, last_value, final_values, truncated)
+    ends = jnp.logical_or(terminated, truncated)
+    return compute_gae(rewards, values, next_values, terminated, ends, gamma, gae_lambda)
+
+
+def continuing_gae(
+    rewards: jax.Array,
+    values: jax.Array,
+    last_value: jax.Array,
+    gamma: float | jax.Array,
+    gae_lambda: float | jax.Array,
+) -> tuple[jax.Array, jax.Array]:
+    """GAE for a non-episodic stream (e.g. RND's intrinsic reward): episode ends are
+    ignored, so V'_t = V_{t+1} (the next episode's first state after a reset) and
+    ``last_value`` (this stream's own value of the next observation) closes the rollout.
+    All [T, B]; last_value [B]."""
+    following = jnp.concatenate([values[1:], last_value[None]], axis=0)
+    never = jnp.zeros(rewards.shape, bool)
+    return compute_gae(rewards, values, following, never, never, gamma, gae_lambda)

@@ -26,3 +26,20 @@ def shuffle_into_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -
     return jax.tree.map(
         lambda x: jnp.take(x, order, axis=0).reshape((num_minibatches, -1, *x.shape[1:])), batch
     )
+
+
+def shuffle_env_sequences(key: jax.Array, batch: Any, num_minibatches: int) -> Any:
+    """Minibatches of whole env sequences: [T_i, B, ...] leaves (T_i may differ per
+    leaf) -> [num_minibatches, T_i, B / num_minibatches, ...]. Envs are shuffled;
+    each env's steps keep their time order."""
+    num_envs = jax.tree.leaves(batch)[0].shape[1]
+    assert num_envs % num_minibatches == 0, (
+        f"{num_envs} envs do not split into {num_minibatches} minibatches"
+    )
+    order = jax.random.permutation(key, num_envs).reshape(num_minibatches, -1)
+
+    def split(x):
+        x = jnp.take(x, order, axis=1)  # [T, M, B / M, ...]
+        return jnp.moveaxis(x, 1, 0)
+
+    return jax.tree.map(split, batch)
