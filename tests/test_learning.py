@@ -24,3 +24,28 @@ def test_cartpole_four_seeds_in_one_program_solve_it(tmp_path):
             if r["seed"] == seed and r["update"] > tail and r["episode_return"] is not None
         ]
         assert returns and np.mean(returns) >= 475, (seed, np.mean(returns))
+
+
+def deepsea_returns(tmp_path, name, overrides):
+    out = tmp_path / name
+    args = ["train", "configs/rnd-deepsea.yaml", "--out", str(out), "--set", "logging.backends=[]"]
+    assert main(args + sum((["--set", s] for s in overrides), [])) == 0
+    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    by_seed = {}
+    for r in records:
+        by_seed.setdefault(r["seed"], []).append(r["episode_return"] or 0.0)
+    return by_seed
+
+
+@pytest.mark.learning
+def test_rnd_finds_deepsea_treasure_that_plain_ppo_never_reaches(tmp_path):
+    ppo = deepsea_returns(tmp_path, "ppo", ["intrinsic.addon=none", "intrinsic.options={}"])
+    rnd = deepsea_returns(tmp_path, "rnd", [])
+    assert len(ppo) == len(rnd) == 2
+    for seed in ppo:
+        # the treasure pays 1 (minus move costs); plain PPO learns to stop paying them
+        assert max(ppo[seed]) < 0.5, (seed, max(ppo[seed]))
+        assert np.mean(ppo[seed][-10:]) <= 0.0
+        # RND reaches it and then goes there every episode
+        assert max(rnd[seed]) > 0.9, seed
+        assert np.mean(rnd[seed][-10:]) > 0.9, (seed, rnd[seed][-10:])
