@@ -254,6 +254,10 @@ def test_algorithms_never_name_an_addon():
     for path in sources:
         hits = re.findall(r"\b(icm|e3b|rnd)\b", path.read_text(), flags=re.IGNORECASE)
         assert not hits, (path.name, hits)
+    addons = list((algos.parent / "intrinsic").glob("*.py"))
+    assert len(addons) >= 5
+    for path in addons:  # and no add-on imports an algorithm
+        assert "nnxrl.algos" not in path.read_text(), path.name
 
 
 @dataclass(frozen=True)
