@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from cli_runs import TINY_CARTPOLE, TINY_CRAFTAX, train
 from flax import struct
 
 from nnxrl import config as config_lib
@@ -207,6 +208,8 @@ def test_non_episodic_intrinsic_gae_bootstraps_with_the_intrinsic_value_through_
     last_value = np.array([[10.0, -20.0]], np.float32)
     trajectory = Transition(
         obs=None,
+        hidden=None,
+        start=None,
         action=None,
         log_prob=None,
         value=jnp.asarray(values),
@@ -312,27 +315,6 @@ def test_an_addon_defined_outside_the_package_plugs_into_ppo(tmp_path):
 # Shipped configs end to end
 # --------------------------------------------------------------------------------------
 
-TINY_CRAFTAX = [
-    "env.num_envs=8",
-    "env.reset_ratio=4",
-    "ppo.num_steps=8",
-    "total_env_steps=128",
-    "ppo.num_minibatches=2",
-    "ppo.num_epochs=1",
-    "network.width=64",
-    "intrinsic.num_epochs=1",
-    "logging.backends=[]",
-]
-TINY_GYMNAX = [
-    "env.id=CartPole-v1",
-    "env.num_envs=4",
-    "env.reset_ratio=1",
-    "ppo.num_steps=16",
-    "total_env_steps=128",
-    "ppo.num_minibatches=2",
-    "network.width=32",
-    "logging.backends=[]",
-]
 METRICS = {
     "icm": "intrinsic/icm_forward_loss",
     "e3b": "intrinsic/e3b_bonus_mean",
@@ -343,10 +325,8 @@ METRICS = {
 @pytest.mark.parametrize("addon", ["icm", "e3b", "rnd"])
 @pytest.mark.parametrize("env", ["craftax", "gymnax"])
 def test_shipped_addon_configs_run_through_the_cli(tmp_path, addon, env):
-    overrides = TINY_CRAFTAX if env == "craftax" else TINY_GYMNAX
-    args = ["train", f"configs/{addon}-craftax-classic-symbolic.yaml", "--out", str(tmp_path)]
-    assert main(args + sum((["--set", s] for s in overrides), [])) == 0
-    records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    overrides = TINY_CRAFTAX + ["intrinsic.num_epochs=1"] if env == "craftax" else TINY_CARTPOLE
+    records = train(tmp_path, f"configs/{addon}-craftax-classic-symbolic.yaml", overrides)
     assert [r["update"] for r in records] == [1, 2]
     for r in records:
         assert np.isfinite(r[METRICS[addon]]) and np.isfinite(r["loss/total"])

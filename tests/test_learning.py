@@ -49,3 +49,27 @@ def test_rnd_finds_deepsea_treasure_that_plain_ppo_never_reaches(tmp_path):
         # RND reaches it and then goes there every episode
         assert max(rnd[seed]) > 0.9, seed
         assert np.mean(rnd[seed][-10:]) > 0.9, (seed, rnd[seed][-10:])
+
+
+def mean_final_returns(tmp_path, name, overrides):
+    out = tmp_path / name
+    args = ["train", "configs/ppo-rnn-memorychain.yaml", "--out", str(out)]
+    overrides = ["logging.backends=[]", *overrides]
+    assert main(args + sum((["--set", s] for s in overrides), [])) == 0
+    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    last = max(r["update"] for r in records)
+    by_seed = {}
+    for r in records:
+        if r["update"] > last - 10 and r["episode_return"] is not None:
+            by_seed.setdefault(r["seed"], []).append(r["episode_return"])
+    return {seed: float(np.mean(v)) for seed, v in by_seed.items()}
+
+
+@pytest.mark.learning
+def test_recurrent_ppo_remembers_what_feed_forward_ppo_cannot(tmp_path):
+    gru = mean_final_returns(tmp_path, "gru", [])
+    mlp = mean_final_returns(tmp_path, "mlp", ["network.kind=feedforward"])
+    assert len(gru) == len(mlp) == 2
+    for seed in gru:
+        assert gru[seed] > 0.9, (seed, gru[seed])  # +1 is a perfect answer
+        assert abs(mlp[seed]) < 0.3, (seed, mlp[seed])  # chance: 0

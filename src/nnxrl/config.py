@@ -65,6 +65,12 @@ class EnvConfig:
 
 @dataclass(frozen=True)
 class NetworkConfig:
+    kind: Literal["feedforward", "gru"] = _field(
+        "feedforward",
+        "feedforward: separate actor and critic MLPs; gru: an embedding layer and a GRU "
+        "core of size width shared by actor and critic MLP heads (recurrent PPO, trained "
+        "on whole env sequences).",
+    )
     num_layers: int = _field(2, "Hidden layers in each of the actor and critic MLPs.", low=1)
     width: int = _field(64, "Units per hidden layer.", low=1)
     activation: Literal["tanh", "relu", "gelu", "silu"] = _field("tanh", "Hidden activation.")
@@ -325,6 +331,12 @@ def validate(config: Config) -> Config:
             f"ppo.num_minibatches: {ppo.num_minibatches} does not divide the batch of "
             f"env.num_envs * ppo.num_steps = {env.num_envs} * {ppo.num_steps} = "
             f"{config.batch_size} transitions; choose a divisor of {config.batch_size}"
+        )
+    if config.network.kind == "gru" and env.num_envs % ppo.num_minibatches:
+        raise ConfigError(
+            f"ppo.num_minibatches: {ppo.num_minibatches} does not divide env.num_envs="
+            f"{env.num_envs}; a recurrent network trains on minibatches of whole env "
+            "sequences, so choose a divisor of num_envs"
         )
     if config.total_env_steps < config.batch_size:
         raise ConfigError(

@@ -37,6 +37,8 @@ class Transition(NamedTuple):
     """One rollout step for every env; stacked by the rollout scan to [T, B, ...]."""
 
     obs: jax.Array  # [B, *obs_shape] observation the action was chosen from
+    hidden: jax.Array  # [B, H] the network's hidden state before this step (H = 0: none)
+    start: jax.Array  # [B] bool: obs is an episode's first observation
     action: jax.Array  # [B] int32
     log_prob: jax.Array  # [B] log pi_old(action | obs)
     value: jax.Array  # [B, K] V_old(obs), one per reward stream
@@ -48,9 +50,12 @@ class Transition(NamedTuple):
 
 
 class Batch(NamedTuple):
-    """What the update trains on: [N, ...] after flattening time and envs."""
+    """What the update trains on: [T, B, ...], flattened to [N, ...] for a feed-forward
+    network; a recurrent one trains on whole env sequences."""
 
     obs: jax.Array
+    hidden: jax.Array  # [..., H]
+    start: jax.Array
     action: jax.Array
     log_prob: jax.Array
     value: jax.Array  # [N, K]
@@ -66,6 +71,8 @@ class RunState:
     opt_state: Any  # optimiser state (optax)
     env_state: Any  # batched env state, episode statistics included
     obs: jax.Array  # [B, *obs_shape] current observations
+    hidden: jax.Array  # [B, H] the network's hidden state (H = 0 for feed-forward)
+    start: jax.Array  # [B] bool: obs is an episode's first observation
     key: jax.Array  # PRNG key for everything that follows
     update: jax.Array  # int32: updates done so far
     addon: Any  # the intrinsic add-on's state (empty for none)

@@ -13,6 +13,14 @@ Reward streams: with ``intrinsic.mode: reward`` there is one, r + c * b; with
 discount and (for the intrinsic one, optionally) no cut at episode ends, and the
 policy follows the weighted sum of their advantages. The add-on is whatever
 ``nnxrl.intrinsic.base.Addon`` the caller passes (the no-bonus default by default).
+
+Recurrence: every network is driven through ``step`` (one env step, hidden state
+in and out) and ``unroll`` (whole sequences from a stored hidden state); a
+feed-forward network's hidden state is empty. The run state carries the hidden
+state and the episode-start flags across updates. The only branch is how the batch
+is cut: a feed-forward network trains on shuffled single steps, a recurrent one
+(``network.kind: gru``) on whole env sequences, re-run from the hidden state
+stored at the start of the rollout.
 """
 
 from __future__ import annotations
@@ -29,10 +37,10 @@ from flax import nnx
 from nnxrl.config import Config
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon, Experience, NoOptions, no_bonus
-from nnxrl.networks import ActorCritic
+from nnxrl.networks import ActorCritic, RecurrentActorCritic
 from nnxrl.ops.gae import continuing_gae, episodic_gae
 from nnxrl.ops.losses import normalize, policy_loss, value_loss
-from nnxrl.ops.minibatch import flatten_time, shuffle_into_minibatches
+from nnxrl.ops.minibatch import flatten_time, shuffle_env_sequences, shuffle_into_minibatches
 from nnxrl.types import Batch, Hyperparams, RunState, Transition, UpdateState
 
 
@@ -68,9 +76,12 @@ def hyperparams_from(config: Config) -> Hyperparams:
     )
 
 
-def build_network(config: Config, env: VecEnv, key: jax.Array) -> ActorCritic:
+def build_network(
+    config: Config, env: VecEnv, key: jax.Array
+) -> ActorCritic | RecurrentActorCritic:
     n = config.network
-    return ActorCritic(
+    network = RecurrentActorCritic if n.kind == "gru" else ActorCritic
+    return network(
         env.spec.obs_shape,
         env.spec.num_actions,
         n.num_layers,
@@ -99,7 +110,13 @@ def init_params(key: jax.Array, *, make_network: Callable, addon: Addon) -> Any:
 
 
 def init(
-    key: jax.Array, params: Any, *, env: VecEnv, tx: optax.GradientTransformation, addon: Addon
+    key: jax.Array,
+    params: Any,
+    *,
+    env: VecEnv,
+    tx: optax.GradientTransformation,
+    addon: Addon,
+    hidden: jax.Array,
 ) -> RunState:
     """The run state before the first update, around freshly initialised params."""
     network_params, addon_params = params
@@ -110,6 +127,8 @@ def init(
         opt_state=tx.init(network_params),
         env_state=env_state,
         obs=obs,
+        hidden=hidden,
+        start=jnp.ones(env.num_envs, bool),
         key=key,
         update=jnp.int32(0),
         addon=addon.init(addon_key, addon_params),
@@ -125,24 +144,31 @@ def collect_rollout(
 
     def env_step(state: RunState, _: Any) -> tuple[RunState, Transition]:
         key, action_key, step_key = jax.random.split(state.key, 3)
-        dist, value = model(state.obs)
+        hidden, dist, value = model.step(state.hidden, state.obs, state.start)
         action = dist.sample(action_key)
         env_state, out = env.step(step_key, state.env_state, action)
+        # V(final obs) continues the same episode: one more step from the new hidden
+        _, _, final_value = model.step(hidden, out.final_obs, jnp.zeros_like(state.start))
         transition = Transition(
             obs=state.obs,
+            hidden=state.hidden,
+            start=state.start,
             action=action,
             log_prob=dist.log_prob(action),
             value=value,
             reward=out.reward,
             terminated=out.terminated,
             truncated=out.truncated,
-            final_value=model.value(out.final_obs),
+            final_value=final_value,
             episode=out.episode,
         )
-        return state.replace(obs=out.obs, env_state=env_state, key=key), transition
+        start = jnp.logical_or(out.terminated, out.truncated)
+        state = state.replace(obs=out.obs, hidden=hidden, start=start, env_state=env_state, key=key)
+        return state, transition
 
     run_state, trajectory = jax.lax.scan(env_step, run_state, length=num_steps)
-    return run_state, trajectory, model.value(run_state.obs)
+    _, _, last_value = model.step(run_state.hidden, run_state.obs, run_state.start)
+    return run_state, trajectory, last_value
 
 
 def to_experience(trajectory: Transition, last_obs: jax.Array) -> Experience:
@@ -207,7 +233,8 @@ def ppo_loss(
     normalize_minibatch: bool,
 ) -> tuple[jax.Array, dict]:
     """L = L_policy + c_v L_value - c_e H on one minibatch; returns (L, loss metrics)."""
-    dist, value = nnx.merge(graphdef, params)(minibatch.obs)
+    model = nnx.merge(graphdef, params)
+    dist, value = model.unroll(minibatch.hidden, minibatch.obs, minibatch.start)
     log_prob = dist.log_prob(minibatch.action)
     advantage = normalize(minibatch.advantage) if normalize_minibatch else minibatch.advantage
     pol, approx_kl, clip_fraction = policy_loss(
@@ -266,12 +293,12 @@ def update_epoch(
     hp: Hyperparams,
     *,
     step_fn: Callable,
-    num_minibatches: int,
+    shuffle_fn: Callable,
 ) -> tuple[tuple[UpdateState, jax.Array], dict]:
     """Reshuffle the batch, then one optimiser step per minibatch."""
     state, key = carry
     key, shuffle_key = jax.random.split(key)
-    minibatches = shuffle_into_minibatches(shuffle_key, batch, num_minibatches)
+    minibatches = shuffle_fn(shuffle_key, batch)
     state, metrics = jax.lax.scan(partial(step_fn, hp=hp), state, minibatches)
     return (state, key), metrics
 
@@ -305,7 +332,7 @@ def summarize(
     metrics["reward/extrinsic"] = trajectory.reward.mean()
     metrics["reward/intrinsic"] = bonus.mean()
     metrics.update(addon_metrics)
-    target, value = batch.target[:, 0], batch.value[:, 0]
+    target, value = batch.target[..., 0], batch.value[..., 0]
     residual = jnp.var(target - value)
     metrics["stats/explained_variance"] = 1.0 - residual / jnp.maximum(jnp.var(target), 1e-8)
     return metrics
@@ -325,6 +352,7 @@ def train_update(
     steps_per_update: int,
     advantage_normalization: str,
     achievement_names: tuple[str, ...],
+    sequences: bool,
 ) -> tuple[RunState, dict]:
     """One PPO iteration: collect, let the add-on score and learn from the rollout,
     estimate advantages, optimise, summarise."""
@@ -340,13 +368,16 @@ def train_update(
         advantages = normalize(advantages)
     batch = Batch(
         obs=trajectory.obs,
+        hidden=trajectory.hidden,
+        start=trajectory.start,
         action=trajectory.action,
         log_prob=trajectory.log_prob,
         value=trajectory.value,
         advantage=advantages,
         target=targets,
     )
-    batch = flatten_time(batch)
+    if not sequences:  # a recurrent network trains on whole env sequences
+        batch = flatten_time(batch)
     start = UpdateState(run_state.params, run_state.opt_state, run_state.update * steps_per_update)
     (state, _), loss_metrics = jax.lax.scan(
         partial(epoch_fn, batch=batch, hp=hp), (start, epoch_key), length=num_epochs
@@ -387,7 +418,13 @@ def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
     addon = addon if addon is not None else no_bonus(NoOptions(), None)
     num_streams = num_reward_streams(config)
     make_network = partial(build_network, config, env)
-    graphdef, _ = nnx.split(make_network(jax.random.key(0)))
+    network = make_network(jax.random.key(0))
+    graphdef, _ = nnx.split(network)
+    sequences = config.network.kind == "gru"  # minibatches of whole env sequences
+    if sequences:
+        shuffle_fn = partial(shuffle_env_sequences, num_minibatches=p.num_minibatches)
+    else:
+        shuffle_fn = partial(shuffle_into_minibatches, num_minibatches=p.num_minibatches)
     tx = optax.scale_by_adam(eps=p.adam_eps)
     steps_per_update = p.num_epochs * p.num_minibatches
     total_steps = config.num_updates * steps_per_update
@@ -400,7 +437,7 @@ def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
         normalize_minibatch=p.advantage_normalization == "minibatch",
     )
     step_fn = partial(update_minibatch, loss_fn=loss_fn, tx=tx, lr_schedule=lr_schedule)
-    epoch_fn = partial(update_epoch, step_fn=step_fn, num_minibatches=p.num_minibatches)
+    epoch_fn = partial(update_epoch, step_fn=step_fn, shuffle_fn=shuffle_fn)
     rollout_fn = partial(collect_rollout, env=env, graphdef=graphdef, num_steps=p.num_steps)
     update_fn = partial(
         train_update,
@@ -415,9 +452,12 @@ def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
         steps_per_update=steps_per_update,
         advantage_normalization=p.advantage_normalization,
         achievement_names=env.spec.achievement_names,
+        sequences=sequences,
     )
     return PPO(
-        init=partial(init, env=env, tx=tx, addon=addon),
+        init=partial(
+            init, env=env, tx=tx, addon=addon, hidden=network.initial_hidden(env.num_envs)
+        ),
         init_params=partial(init_params, make_network=make_network, addon=addon),
         train_chunk=partial(train_chunk, update_fn=update_fn, num_updates=config.updates_per_chunk),
         graphdef=graphdef,

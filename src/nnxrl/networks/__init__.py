@@ -1,6 +1,7 @@
-"""Networks: actor-critic modules and the categorical distribution."""
+"""Networks: feed-forward and recurrent actor-critics, the categorical distribution."""
 
 from nnxrl.networks.actor_critic import ActorCritic
 from nnxrl.networks.distributions import Categorical
+from nnxrl.networks.recurrent import RecurrentActorCritic
 
-__all__ = ["ActorCritic", "Categorical"]
+__all__ = ["ActorCritic", "Categorical", "RecurrentActorCritic"]

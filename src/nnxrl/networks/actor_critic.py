@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import jax
+import jax.numpy as jnp
 from flax import nnx
 
 from nnxrl.networks.distributions import Categorical
@@ -36,6 +37,23 @@ class ActorCritic(nnx.Module):
         d = self.actor_encoder.out_features
         self.actor = MLP(d, num_actions, num_layers, width, activation, 0.01, rngs)
         self.critic = MLP(d, num_values, num_layers, width, activation, 1.0, rngs)
+
+    # The recurrent interface, with an empty hidden state ([B, 0]): PPO drives both
+    # kinds of network through initial_hidden, step and unroll.
+
+    def initial_hidden(self, batch_size: int) -> jax.Array:
+        return jnp.zeros((batch_size, 0), jnp.float32)
+
+    def step(
+        self, hidden: jax.Array, obs: jax.Array, start: jax.Array
+    ) -> tuple[jax.Array, Categorical, jax.Array]:
+        dist, value = self(obs)
+        return hidden, dist, value
+
+    def unroll(
+        self, hidden: jax.Array, obs: jax.Array, start: jax.Array
+    ) -> tuple[Categorical, jax.Array]:
+        return self(obs)
 
     def value(self, obs: jax.Array) -> jax.Array:
         """[..., *obs_shape] -> [..., num_values]"""

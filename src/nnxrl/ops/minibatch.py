@@ -15,7 +15,8 @@ import jax.numpy as jnp
 
 def flatten_time(batch: Any) -> Any:
     """[T, B, ...] leaves -> [T * B, ...]."""
-    return jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
+    # explicit sizes, not -1: leaves may be empty (a feed-forward net's [T, B, 0] hidden)
+    return jax.tree.map(lambda x: x.reshape((x.shape[0] * x.shape[1], *x.shape[2:])), batch)
 
 
 def shuffle_into_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -> Any:
@@ -24,7 +25,10 @@ def shuffle_into_minibatches(key: jax.Array, batch: Any, num_minibatches: int) -
     assert n % num_minibatches == 0, f"{n} items do not split into {num_minibatches} minibatches"
     order = jax.random.permutation(key, n)
     return jax.tree.map(
-        lambda x: jnp.take(x, order, axis=0).reshape((num_minibatches, -1, *x.shape[1:])), batch
+        lambda x: jnp.take(x, order, axis=0).reshape(
+            (num_minibatches, n // num_minibatches, *x.shape[1:])
+        ),
+        batch,
     )
 
 

@@ -1,7 +1,9 @@
-"""What each intrinsic add-on costs PPO on Craftax-Classic-Symbolic at the shipped settings.
+"""Throughput of PPO's variants on Craftax-Classic-Symbolic at the shipped settings:
+each intrinsic add-on, and the recurrent policy, against plain PPO.
 
-    uv run python benchmarks/intrinsic_overhead.py               # 1024 envs x 64 steps
-    uv run python benchmarks/intrinsic_overhead.py --num-envs 256 --rounds 2   # quicker
+    uv run python benchmarks/craftax_variants.py                     # all, 1024 envs x 64 steps
+    uv run python benchmarks/craftax_variants.py --variants PPO-RNN  # PPO and PPO-RNN
+    uv run python benchmarks/craftax_variants.py --num-envs 256 --rounds 2   # quicker
 
 Every variant is compiled first; then the variants take turns, one update each per
 round (after one warm-up update each), so machine noise falls on all of them
@@ -34,6 +36,7 @@ VARIANTS = {  # name: (config, extra overrides)
         "configs/icm-craftax-classic-symbolic.yaml",
         ["intrinsic.num_epochs=2"],
     ),
+    "PPO-RNN": ("configs/ppo-rnn-craftax-classic-symbolic.yaml", []),
 }
 
 
@@ -41,7 +44,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--num-envs", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     args = parser.parse_args()
+    variants = {name: VARIANTS[name] for name in VARIANTS if name == "PPO" or name in args.variants}
     overrides = [
         f"env.num_envs={args.num_envs}",
         f"total_env_steps={args.num_envs * 64 * (args.rounds + 1)}",
@@ -49,7 +54,7 @@ def main() -> None:
         "logging.backends=[]",
     ]
     programs, compile_seconds, states = {}, {}, {}
-    for name, (path, extra) in VARIANTS.items():
+    for name, (path, extra) in variants.items():
         config = C.load(path, overrides + extra)
         t = time.perf_counter()
         init, chunk, hp = compile_programs(config)
@@ -59,7 +64,7 @@ def main() -> None:
         programs[name], states[name] = (chunk, hp, config.batch_size), state
         print(f"{name}: compiled in {compile_seconds[name]:.1f} s", flush=True)
 
-    rates: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    rates: dict[str, list[float]] = {name: [] for name in variants}
     for r in range(args.rounds):
         for name, (chunk, hp, batch) in programs.items():
             t = time.perf_counter()
@@ -72,7 +77,7 @@ def main() -> None:
     print(f"\nCraftax-Classic-Symbolic, {args.num_envs} envs x 64 steps, medians of {args.rounds}")
     print("| variant | compile s | env steps/s | of PPO | cost |")
     print("|---|---:|---:|---:|---:|")
-    for name in VARIANTS:
+    for name in variants:
         sps = statistics.median(rates[name])
         print(
             f"| {name} | {compile_seconds[name]:.1f} | {sps:,.0f} | {sps / base:.2f} | "

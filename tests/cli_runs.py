@@ -1,0 +1,38 @@
+"""Shared helpers for tests that train through the CLI with tiny overrides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nnxrl.cli import main
+
+# Craftax at a size that compiles and runs in seconds: 2 updates of 8 envs x 8 steps.
+TINY_CRAFTAX = [
+    "env.num_envs=8",
+    "env.reset_ratio=4",
+    "ppo.num_steps=8",
+    "total_env_steps=128",
+    "ppo.num_minibatches=2",
+    "ppo.num_epochs=1",
+    "network.width=64",
+    "logging.backends=[]",
+]
+# Any Craftax config moved onto CartPole: 2 updates of 4 envs x 16 steps.
+TINY_CARTPOLE = [
+    "env.id=CartPole-v1",
+    "env.num_envs=4",
+    "env.reset_ratio=1",
+    "ppo.num_steps=16",
+    "total_env_steps=128",
+    "ppo.num_minibatches=2",
+    "network.width=32",
+    "logging.backends=[]",
+]
+
+
+def train(out: Path, config: str, overrides: list[str]) -> list[dict]:
+    """``nnxrl train config --out out --set ...``; returns the metrics.jsonl records."""
+    args = ["train", config, "--out", str(out)]
+    assert main(args + sum((["--set", s] for s in overrides), [])) == 0
+    return [json.loads(x) for x in (Path(out) / "metrics.jsonl").read_text().splitlines()]
