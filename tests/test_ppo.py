@@ -1,5 +1,7 @@
 """PPO's compiled program: hyperparameters as traced values, advantage-normalisation modes."""
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,6 +9,7 @@ import pytest
 
 from nnxrl import config as C
 from nnxrl.algos.ppo import hyperparams_from, make_ppo
+from nnxrl.chunk import train_chunk
 from nnxrl.envs import make_env
 
 TINY = [
@@ -24,6 +27,13 @@ def build(*overrides):
     return config, make_ppo(config, env)
 
 
+def chunk_of(config, ppo):
+    """A chunk of updates without the cross-seed guard (these tests vmap other axes)."""
+    return partial(
+        train_chunk, update_fn=ppo.update, num_updates=config.updates_per_chunk, axis_name=None
+    )
+
+
 def test_a_sweep_vmaps_over_hyperparameters_in_one_program():
     config, ppo = build()
     key = jax.random.key(3)
@@ -34,9 +44,9 @@ def test_a_sweep_vmaps_over_hyperparameters_in_one_program():
     hp_axes = hp_axes._replace(learning_rate=0)
     state = ppo.init(key, ppo.init_params(key))
     states = jax.tree.map(lambda x: jnp.stack([x, x]), state)
-    sweep = jax.jit(jax.vmap(ppo.train_chunk, in_axes=(0, hp_axes)))
+    sweep = jax.jit(jax.vmap(chunk_of(config, ppo), in_axes=(0, hp_axes)))
     _, metrics = sweep(states, swept)
-    single = jax.jit(ppo.train_chunk)
+    single = jax.jit(chunk_of(config, ppo))
     for i, lr in enumerate(rates):
         _, alone = single(state, hp._replace(learning_rate=lr))
         np.testing.assert_allclose(
@@ -55,7 +65,7 @@ def test_advantage_normalization_modes_run_and_differ(mode):
     for m in ("minibatch", mode):
         config, ppo = build(f"ppo.advantage_normalization={m}")
         state = ppo.init(key, ppo.init_params(key))
-        _, metrics = jax.jit(ppo.train_chunk)(state, hyperparams_from(config))
+        _, metrics = jax.jit(chunk_of(config, ppo))(state, hyperparams_from(config))
         assert np.all(np.isfinite(metrics["loss/policy"]))
         results[m] = np.asarray(metrics["loss/policy"])
     # the first update starts from the same parameters and data; normalisation changes it

@@ -1,6 +1,10 @@
 """Command line.
 
-nnxrl train CONFIG [--set KEY=VALUE ...] [--out DIR]
+nnxrl train CONFIG [--set KEY=VALUE ...] [--out DIR] [--stop-after UPDATES]
+nnxrl train --resume RUN_DIR [CONFIG] [--set KEY=VALUE ...]
+nnxrl eval RUN_DIR|POLICY_DIR [--episodes N] [--greedy] [--step UPDATE] [--json FILE]
+nnxrl render RUN_DIR|POLICY_DIR [--seed I] [--out episode.gif] [--greedy] [--step UPDATE]
+nnxrl export RUN_DIR [--step UPDATE] [--out DIR]
 nnxrl plot RUN_DIR [RUN_DIR ...] [--metric NAME] [--out FILE.png]
 """
 
@@ -15,16 +19,30 @@ from nnxrl import config as config_lib
 
 
 def _train(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from nnxrl.train import default_out_dir, run_training
 
-    config = config_lib.load(args.config, args.set or ())
-    out_dir = args.out or default_out_dir(args.config)
+    if args.resume:
+        if args.out:
+            raise config_lib.ConfigError("--out: a resumed run writes to its own directory")
+        out_dir = Path(args.resume)
+        if not (out_dir / "config.yaml").is_file():
+            raise config_lib.ConfigError(
+                f"--resume: {out_dir} is not a run directory (no config.yaml)"
+            )
+        config = config_lib.load(args.config or out_dir / "config.yaml", args.set or ())
+    elif args.config is None:
+        raise config_lib.ConfigError("train: give a CONFIG file, or --resume RUN_DIR")
+    else:
+        config = config_lib.load(args.config, args.set or ())
+        out_dir = args.out or default_out_dir(args.config)
     print(
         f"nnxrl: training {config.env.id} for {config.total_env_steps} env steps x "
         f"{config.num_seeds} seed(s) ({config.num_updates} updates) -> {out_dir}",
         flush=True,
     )
-    result = run_training(config, out_dir)
+    result = run_training(config, out_dir, resume=bool(args.resume), stop_after=args.stop_after)
     print(
         f"compile {result.compile_seconds:.1f} s, train {result.train_seconds:.1f} s, "
         f"{result.env_steps_per_second:,.0f} env steps/s (all seeds)"
@@ -32,6 +50,82 @@ def _train(args: argparse.Namespace) -> int:
     for i, ret in enumerate(result.final_returns):
         shown = "none (no episode ended in the last update)" if ret is None else f"{ret:.2f}"
         print(f"seed {config.seed}+{i}: final return {shown}")
+    return 0
+
+
+def _load_policy(path: str, step: int | None):
+    from pathlib import Path
+
+    from nnxrl.policy import load_policy, policy_from_checkpoint
+
+    if (Path(path) / "policy.yaml").is_file():
+        if step is not None:
+            raise config_lib.ConfigError("--step: a saved policy has no checkpoints to choose from")
+        return load_policy(path)
+    return policy_from_checkpoint(path, step)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    import json
+
+    import jax
+
+    from nnxrl.evaluate import achievement_names, play_first_episodes, summarize_episodes
+
+    policy = _load_policy(args.run, args.step)
+    results = play_first_episodes(policy, args.episodes, args.greedy, jax.random.key(args.key))
+    rows = summarize_episodes(results, achievement_names(policy))
+    actions = "greedy" if args.greedy else "sampled"
+    print(f"{policy.config.env.id}: {args.episodes} episodes per seed, {actions} actions")
+    print("| seed | episodes | return | length |")
+    print("|---:|---:|---:|---:|")
+    for r in rows:
+        ret = (
+            "-" if r["return_mean"] is None else f"{r['return_mean']:.2f} +- {r['return_std']:.2f}"
+        )
+        length = (
+            "-" if r["length_mean"] is None else f"{r['length_mean']:.1f} +- {r['length_std']:.1f}"
+        )
+        print(f"| {r['seed']} | {r['episodes']} | {ret} | {length} |")
+        for name, rate in (r.get("achievements") or {}).items():
+            if rate > 0:
+                print(f"|   | {name} | {rate:.0%} | |")
+    report = {
+        "env": policy.config.env.id,
+        "episodes": args.episodes,
+        "greedy": args.greedy,
+        "seeds": rows,
+    }
+    if args.json:
+        from pathlib import Path
+
+        Path(args.json).write_text(json.dumps(report, indent=1))
+        print(f"wrote {args.json}")
+    else:
+        print(json.dumps(report))
+    return 0
+
+
+def _render(args: argparse.Namespace) -> int:
+    import jax
+
+    from nnxrl.render import render_episode
+
+    policy = _load_policy(args.run, args.step)
+    info = render_episode(policy, args.seed, args.out, jax.random.key(args.key), args.greedy)
+    ended = "" if info["ended"] else " (stopped at the step limit)"
+    print(f"wrote {args.out}: {info['frames']} frames, return {info['return']:.2f}{ended}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from nnxrl.policy import policy_from_checkpoint, save_policy
+
+    policy = policy_from_checkpoint(args.run, args.step)
+    out = save_policy(args.out or Path(args.run) / "policy", policy.config, policy.params)
+    print(f"wrote the policy of {policy.num_seeds} seed(s) to {out}")
     return 0
 
 
@@ -51,7 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nnxrl", description="Legible RL in JAX + Flax NNX")
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train an agent from a YAML config")
-    train.add_argument("config", help="path to a YAML config, e.g. configs/ppo-cartpole.yaml")
+    train.add_argument(
+        "config", nargs="?", help="path to a YAML config, e.g. configs/ppo-cartpole.yaml"
+    )
     train.add_argument(
         "--set",
         action="append",
@@ -59,7 +155,51 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a config key (dotted), e.g. --set ppo.learning_rate=3e-4",
     )
     train.add_argument("--out", help="output directory (default runs/<config>-<timestamp>)")
+    train.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="continue the run in RUN_DIR from its latest checkpoint (its config.yaml, or "
+        "CONFIG, which must match it except for logging.*)",
+    )
+    train.add_argument(
+        "--stop-after",
+        type=int,
+        metavar="UPDATES",
+        help="stop (as Ctrl-C does: checkpoint, exit 130) once this many updates are done",
+    )
     train.set_defaults(func=_train)
+    for name, func, text in (
+        ("eval", _eval, "evaluate a run's latest checkpoint (or a saved policy)"),
+        ("render", _render, "play one episode and write it as an animated GIF"),
+        ("export", _export, "save a checkpoint's policy (params + network config) on its own"),
+    ):
+        cmd = sub.add_parser(name, help=text)
+        cmd.add_argument(
+            "run",
+            metavar="RUN_DIR",
+            help="a run directory (or, for eval/render, a policy directory)",
+        )
+        cmd.add_argument(
+            "--step", type=int, metavar="UPDATE", help="the checkpoint to use (default: latest)"
+        )
+        cmd.set_defaults(func=func)
+        if name == "eval":
+            cmd.add_argument(
+                "--episodes", type=int, default=10, help="episodes per seed (default 10)"
+            )
+            cmd.add_argument(
+                "--json", metavar="FILE", help="write the report here (default: print it)"
+            )
+        if name == "render":
+            cmd.add_argument("--seed", type=int, default=0, help="which seed's policy (default 0)")
+            cmd.add_argument(
+                "--out", default="episode.gif", help="output GIF (default episode.gif)"
+            )
+        if name == "export":
+            cmd.add_argument("--out", help="output directory (default RUN_DIR/policy)")
+        if name in ("eval", "render"):
+            cmd.add_argument("--greedy", action="store_true", help="take the most likely action")
+            cmd.add_argument("--key", type=int, default=0, help="PRNG seed for envs and sampling")
     plot = sub.add_parser("plot", help="learning curves (mean +- std over seeds) of runs")
     plot.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run directories to overlay")
     plot.add_argument("--metric", default="episode_return", help="metric to plot")
@@ -79,12 +219,24 @@ def use_all_cpu_cores() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     use_all_cpu_cores()
+    from nnxrl.checkpoint import CheckpointError
+    from nnxrl.train import NonFiniteError
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except config_lib.ConfigError as e:
         print(f"nnxrl: config error: {e}", file=sys.stderr)
         return 2
+    except CheckpointError as e:
+        print(f"nnxrl: checkpoint error: {e}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, ValueError) as e:
+        print(f"nnxrl: {e}", file=sys.stderr)
+        return 2
+    except NonFiniteError as e:
+        print(f"nnxrl: training stopped: {e}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("nnxrl: interrupted; metrics written so far are kept", file=sys.stderr)
         return 130

@@ -178,6 +178,26 @@ class LoggingConfig:
 
 
 @dataclass(frozen=True)
+class CheckpointConfig:
+    enabled: bool = _field(True, "Write checkpoints (and allow --resume).")
+    every_updates: int | None = _field(
+        None,
+        "Checkpoint every this many updates (None: every every_minutes of training). "
+        "Must be a multiple of the updates per chunk. The end of the run, a stop "
+        "(Ctrl-C, SIGTERM, --stop-after) and a non-finite loss are always checkpointed.",
+        low=1,
+    )
+    every_minutes: float = _field(
+        10.0,
+        "With every_updates None: checkpoint after a chunk once this many minutes have "
+        "passed since the last checkpoint (short runs then save only at the end).",
+        low=0,
+        low_open=True,
+    )
+    keep: int = _field(3, "Keep the newest this many checkpoints.", low=1)
+
+
+@dataclass(frozen=True)
 class Config:
     seed: int = _field(0, "Base PRNG seed; seed i of num_seeds uses fold_in(seed, i).", low=0)
     num_seeds: int = _field(1, "Independent seeds trained in one compiled program.", low=1)
@@ -187,6 +207,7 @@ class Config:
     ppo: PPOConfig = _section(PPOConfig, "PPO hyperparameters.")
     intrinsic: IntrinsicConfig = _section(IntrinsicConfig, "Intrinsic-motivation add-on.")
     logging: LoggingConfig = _section(LoggingConfig, "Host-side hand-off and printing.")
+    checkpoint: CheckpointConfig = _section(CheckpointConfig, "Checkpoints and resume.")
 
     # Derived quantities ---------------------------------------------------------------
     @property
@@ -348,6 +369,13 @@ def validate(config: Config) -> Config:
         raise ConfigError(
             f"logging.updates_per_chunk: {chunk} does not divide the {config.num_updates} "
             f"updates (total_env_steps // (num_envs * num_steps)); choose a divisor"
+        )
+    every = config.checkpoint.every_updates
+    if every is not None and every % config.updates_per_chunk:
+        raise ConfigError(
+            f"checkpoint.every_updates: {every} is not a multiple of the "
+            f"{config.updates_per_chunk} updates per chunk (logging.updates_per_chunk); "
+            "checkpoints are taken between chunks"
         )
     check_env_config(env)
     _validate_intrinsic(config)

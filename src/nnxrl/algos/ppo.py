@@ -5,8 +5,8 @@ One update = ``collect_rollout`` (T steps of B envs) -> the intrinsic add-on's
 ``compute_advantages`` (GAE per stream) -> ``num_epochs`` x ``update_epoch``
 (shuffle, then ``update_minibatch`` per minibatch) -> ``summarize`` (fixed-shape
 metrics). ``make_ppo`` binds the configuration with ``functools.partial`` and
-returns two pure functions, ``init`` and ``train_chunk``; the caller jits (and
-vmaps over seeds) only those.
+returns pure functions, ``init`` and ``update``; the caller scans ``update`` into
+chunks (``nnxrl.chunk``) and jits (and vmaps over seeds) only those.
 
 Reward streams: with ``intrinsic.mode: reward`` there is one, r + c * b; with
 ``value_head`` there are two, r and c * b, each with its own critic output,
@@ -49,7 +49,7 @@ class PPO(NamedTuple):
 
     init: Callable[[jax.Array, Any], RunState]  # (key, params) -> RunState
     init_params: Callable[[jax.Array], Any]  # key -> (network, add-on) params (host side)
-    train_chunk: Callable[[RunState, Hyperparams], tuple[RunState, dict]]
+    update: Callable[[RunState, Hyperparams], tuple[RunState, dict]]  # one PPO iteration
     graphdef: Any  # the network's structure, for rebuilding it from params
 
 
@@ -340,7 +340,6 @@ def summarize(
 
 def train_update(
     run_state: RunState,
-    _: Any,
     hp: Hyperparams,
     *,
     rollout_fn: Callable,
@@ -394,13 +393,6 @@ def train_update(
     return run_state, metrics
 
 
-def train_chunk(
-    run_state: RunState, hp: Hyperparams, *, update_fn: Callable, num_updates: int
-) -> tuple[RunState, dict]:
-    """num_updates PPO iterations as one scan; metrics are [num_updates] per key."""
-    return jax.lax.scan(partial(update_fn, hp=hp), run_state, length=num_updates)
-
-
 # --------------------------------------------------------------------------------------
 # Assembly
 # --------------------------------------------------------------------------------------
@@ -413,7 +405,7 @@ def linear_decay(total_steps: int) -> Callable[[jax.Array], jax.Array]:
 
 def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
     """Bind the configuration and the intrinsic add-on (default: no bonus) onto the
-    phases; returns init and train_chunk."""
+    phases; returns init and update."""
     p = config.ppo
     addon = addon if addon is not None else no_bonus(NoOptions(), None)
     num_streams = num_reward_streams(config)
@@ -459,6 +451,6 @@ def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
             init, env=env, tx=tx, addon=addon, hidden=network.initial_hidden(env.num_envs)
         ),
         init_params=partial(init_params, make_network=make_network, addon=addon),
-        train_chunk=partial(train_chunk, update_fn=update_fn, num_updates=config.updates_per_chunk),
+        update=update_fn,
         graphdef=graphdef,
     )

@@ -15,7 +15,7 @@ from nnxrl.logging.records import LogBatch
 __all__ = ["Backend", "LogBatch", "MetricLogger", "make_logger"]
 
 
-def make_backend(name: str, config, out_dir: Path) -> Backend:
+def make_backend(name: str, config, out_dir: Path, mlflow_run_id: str | None = None) -> Backend:
     from nnxrl import config as config_lib
 
     run_name = out_dir.name
@@ -32,6 +32,7 @@ def make_backend(name: str, config, out_dir: Path) -> Backend:
             config.logging.mlflow_tracking_uri,
             config.logging.mlflow_experiment,
             run_name,
+            run_id=mlflow_run_id,
         )
     if name == "wandb":
         from nnxrl.logging.wandb_tracker import WandbBackend
@@ -47,9 +48,14 @@ def make_backend(name: str, config, out_dir: Path) -> Backend:
 
 
 def make_logger(
-    config, out_dir: str | Path, extra: tuple[Backend, ...] = (), console: bool = True
+    config,
+    out_dir: str | Path,
+    extra: tuple[Backend, ...] = (),
+    console: bool = True,
+    mlflow_run_id: str | None = None,
 ) -> MetricLogger:
-    """metrics.jsonl, then each configured backend that starts, then ``extra``."""
+    """metrics.jsonl, then each configured backend that starts, then ``extra``.
+    ``mlflow_run_id`` continues that MLflow run (on resume)."""
     from nnxrl.logging.jsonl import JsonlBackend
 
     out_dir = Path(out_dir)
@@ -58,7 +64,7 @@ def make_logger(
         if name == "console" and not console:
             continue
         try:
-            backends.append(make_backend(name, config, out_dir))
+            backends.append(make_backend(name, config, out_dir, mlflow_run_id))
         except Exception as e:
             print(
                 f"nnxrl: logging backend {name!r} could not start and is disabled "

@@ -6,6 +6,9 @@ another. Logs the resolved config as
 flattened params and as an artifact, per-seed metrics as ``seed_<i>/<name>`` and
 the across-seed aggregates as ``<name>/mean`` and ``<name>/std``, all at step
 ``env_steps``, plus ``perf/sps``. The run ends FINISHED, KILLED or FAILED.
+
+The run id is written to ``<out>/mlflow_run_id``; a resumed run continues that
+run and skips the steps it already holds (a resumed run recomputes them exactly).
 """
 
 from __future__ import annotations
@@ -63,8 +66,11 @@ class MlflowBackend:
         logging.getLogger("alembic").setLevel(logging.WARNING)
         self._metric_cls = Metric
         self.client = mlflow.MlflowClient(tracking_uri=self.tracking_uri)
+        self.skip_through = -1  # env_steps already in the run
         if self.run_id is not None:  # continue an existing run
             self.client.update_run(self.run_id, status="RUNNING")
+            history = self.client.get_metric_history(self.run_id, "seed_0/episode_count")
+            self.skip_through = max((m.step for m in history), default=-1)
             return
         found = self.client.get_experiment_by_name(self.experiment)
         experiment_id = (
@@ -82,22 +88,27 @@ class MlflowBackend:
         config_file = self.out_dir / "config.yaml"
         if config_file.exists():
             self.client.log_artifact(self.run_id, str(config_file))
+        (self.out_dir / "mlflow_run_id").write_text(self.run_id + "\n")
 
     def write(self, batch: LogBatch) -> None:
         now = int(time.time() * 1000)
         metrics = []
         for r in batch.records:
+            if r["env_steps"] <= self.skip_through:
+                continue
             for key, value in r.items():
                 if key not in ("update", "env_steps", "seed") and value is not None:
                     metrics.append(
                         self._metric_cls(f"seed_{r['seed']}/{key}", value, now, r["env_steps"])
                     )
         for a in batch.aggregates:  # mean and std (min and max stay in the JSONL)
+            if a["env_steps"] <= self.skip_through:
+                continue
             for key, value in a.items():
                 if key.endswith(("/mean", "/std")):
                     metrics.append(self._metric_cls(key, value, now, a["env_steps"]))
-        if batch.sps is not None:
-            step = batch.aggregates[-1]["env_steps"]
+        step = batch.aggregates[-1]["env_steps"]
+        if batch.sps is not None and step > self.skip_through:
             metrics.append(self._metric_cls("perf/sps", batch.sps, now, step))
         for i in range(0, len(metrics), 1000):
             self.client.log_batch(self.run_id, metrics=metrics[i : i + 1000])

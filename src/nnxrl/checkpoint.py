@@ -1,0 +1,178 @@
+"""Checkpoints of a whole run with Orbax: every seed's RunState and the run's position.
+
+A checkpoint lives in ``RUN_DIR/checkpoints/<update>/`` and holds two items:
+
+- ``state``: every array of the RunState (network and optimiser state, env state,
+  PRNG keys as their raw key data, add-on state, recurrent hidden state, update
+  counter), all seeds stacked on the leading axis, flattened to ``leaf_<i>``;
+- ``meta`` (JSON): the update reached, the resolved config, the leaves' paths,
+  shapes and dtypes, and the logging position (the MLflow run to continue).
+
+Orbax writes a checkpoint into a temporary directory and renames it when complete,
+so a process killed mid-save leaves the earlier checkpoints as they were. Nothing
+is unpickled: arrays are read by tensorstore, the rest is JSON. Restoring needs a
+template RunState (from the compiled init); shapes and dtypes must match it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, damaged, or does not belong to the requested run."""
+
+
+def checkpoint_dir(run_dir: str | Path) -> Path:
+    return Path(run_dir) / "checkpoints"
+
+
+def _manager(directory: Path, keep: int | None = None, create: bool = False):
+    import orbax.checkpoint as ocp
+
+    options = ocp.CheckpointManagerOptions(
+        max_to_keep=keep, create=create, enable_async_checkpointing=False
+    )
+    return ocp.CheckpointManager(directory.resolve(), options=options)
+
+
+def _is_key(x: Any) -> bool:
+    return jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _leaves(state: Any) -> tuple[list[np.ndarray], list[str]]:
+    """Host copies of the state's leaves (keys as raw key data) and their paths."""
+    flat, _ = jax.tree_util.tree_flatten_with_path(state)
+    arrays, paths = [], []
+    for path, leaf in flat:
+        leaf = jax.random.key_data(leaf) if _is_key(leaf) else leaf
+        arrays.append(np.asarray(jax.device_get(leaf)))
+        paths.append(jax.tree_util.keystr(path))
+    return arrays, paths
+
+
+def save(run_dir: str | Path, update: int, state: Any, meta: dict, keep: int | None = None) -> Path:
+    """Write the checkpoint for ``update`` (keeping the newest ``keep``); returns its path."""
+    import orbax.checkpoint as ocp
+
+    arrays, paths = _leaves(state)
+    meta = {
+        **meta,
+        "update": int(update),
+        "paths": paths,
+        "shapes": [list(a.shape) for a in arrays],
+        "dtypes": [str(a.dtype) for a in arrays],
+    }
+    # empty arrays (a feed-forward net's [S, B, 0] hidden state) are rebuilt from meta
+    items = {f"leaf_{i:05d}": a for i, a in enumerate(arrays) if a.size}
+    directory = checkpoint_dir(run_dir)
+    manager = _manager(directory, keep, create=True)
+    manager.save(
+        int(update),
+        args=ocp.args.Composite(state=ocp.args.StandardSave(items), meta=ocp.args.JsonSave(meta)),
+        force=True,
+    )
+    manager.wait_until_finished()
+    manager.close()
+    return directory / str(update)
+
+
+def available(run_dir: str | Path) -> list[int]:
+    """Updates with a complete checkpoint, oldest first."""
+    directory = checkpoint_dir(run_dir)
+    if not directory.is_dir():
+        return []
+    return sorted(_manager(directory).all_steps())
+
+
+def latest(run_dir: str | Path) -> int:
+    steps = available(run_dir)
+    if not steps:
+        raise CheckpointError(
+            f"no checkpoint in {checkpoint_dir(run_dir)}: the run saved none (was it "
+            "started with checkpoints on?) or the directory is not a run directory"
+        )
+    return steps[-1]
+
+
+def load_meta(run_dir: str | Path, update: int | None = None) -> dict:
+    """The meta item of a checkpoint (the latest by default)."""
+    return _restore(run_dir, update, with_state=False)[1]
+
+
+def restore(run_dir: str | Path, template: Any, update: int | None = None) -> tuple[Any, dict]:
+    """(state shaped like ``template``, meta) from the checkpoint for ``update``
+    (the latest by default). Host arrays; the caller places them on devices."""
+    items, meta = _restore(run_dir, update, with_state=True)
+    flat, treedef = jax.tree_util.tree_flatten(template)
+    if len(flat) != len(meta["paths"]):
+        raise CheckpointError(
+            f"checkpoint {meta['where']} holds {len(meta['paths'])} arrays but this run's "
+            f"state has {len(flat)}: it was saved by a different algorithm or network"
+        )
+    leaves = []
+    for i, (want, path) in enumerate(zip(flat, meta["paths"], strict=True)):
+        name = f"leaf_{i:05d}"
+        shape, dtype = meta["shapes"][i], np.dtype(meta["dtypes"][i])
+        got = np.asarray(items[name]) if name in items else np.zeros(shape, dtype)
+        expected = jax.eval_shape(jax.random.key_data, want) if _is_key(want) else want
+        if tuple(got.shape) != tuple(expected.shape) or got.dtype != expected.dtype:
+            raise CheckpointError(
+                f"checkpoint {meta['where']}: {path} is {got.dtype}{list(got.shape)} but this "
+                f"run needs {expected.dtype}{list(expected.shape)}"
+            )
+        # keys come back through their raw data (nnxrl makes them with the default impl)
+        leaves.append(jax.random.wrap_key_data(got) if _is_key(want) else got)
+    return jax.tree_util.tree_unflatten(treedef, leaves), meta
+
+
+def _restore(run_dir: str | Path, update: int | None, with_state: bool) -> tuple[dict, dict]:
+    import orbax.checkpoint as ocp
+
+    update = latest(run_dir) if update is None else int(update)
+    where = checkpoint_dir(run_dir) / str(update)
+    if update not in available(run_dir):
+        raise CheckpointError(
+            f"no checkpoint for update {update} in {checkpoint_dir(run_dir)}; "
+            f"available: {available(run_dir)}"
+        )
+    args = {"meta": ocp.args.JsonRestore()}
+    if with_state:
+        args["state"] = ocp.args.StandardRestore()
+    try:
+        manager = _manager(checkpoint_dir(run_dir))
+        restored = manager.restore(update, args=ocp.args.Composite(**args))
+        manager.close()
+    except Exception as e:  # Orbax/tensorstore errors: name the checkpoint, not the internals
+        raise CheckpointError(
+            f"checkpoint {where} is damaged or incomplete and cannot be read "
+            f"({type(e).__name__}: {str(e).splitlines()[0][:200]}); resume from an earlier "
+            f"one with --step (available: {available(run_dir)})"
+        ) from e
+    meta = dict(restored.meta)
+    meta["where"] = str(where)
+    return (restored.state if with_state else {}), meta
+
+
+def config_differences(
+    saved: dict, requested: dict, ignore: tuple[str, ...] = ("logging",)
+) -> list[str]:
+    """Dotted keys whose values differ between two config dicts (``ignore``d sections
+    may differ), as 'key: saved -> requested'."""
+    out = []
+
+    def walk(a: Any, b: Any, prefix: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b)):
+                if not prefix and key in ignore:
+                    continue
+                walk(a.get(key), b.get(key), f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix.rstrip('.')}: {a!r} -> {b!r}")
+
+    walk(saved, requested, "")
+    return out

@@ -1,0 +1,58 @@
+"""A chunk of training updates as one scan, guarded against non-finite values.
+
+The host calls one compiled chunk at a time (vmapped over seeds) and logs its
+metrics. After every update the guard checks the update's metrics and the new
+parameters of every seed; the first time any seed has a NaN or inf, every seed
+keeps the state it had before that update for the rest of the chunk, and the
+metrics say where it happened (``nonfinite`` per update per seed). The host then
+stops at that update with the last good state in hand, ready to checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+SEED_AXIS = "seed"  # the vmapped axis name the guard reduces over
+
+
+def all_finite(tree: Any) -> jax.Array:
+    """True when every floating-point leaf of ``tree`` is finite (a scalar bool)."""
+    checks = [
+        jnp.all(jnp.isfinite(x))
+        for x in jax.tree.leaves(tree)
+        if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating)
+    ]
+    return jnp.all(jnp.stack(checks)) if checks else jnp.bool_(True)
+
+
+def train_chunk(
+    state: Any,
+    hp: Any,
+    *,
+    update_fn: Callable[[Any, Any], tuple[Any, dict]],
+    num_updates: int,
+    axis_name: str | None = SEED_AXIS,
+) -> tuple[Any, dict]:
+    """num_updates guarded updates; metrics are [num_updates] per key, plus
+    ``nonfinite`` (1.0 where this seed's update produced a NaN or inf)."""
+
+    def guarded_update(carry, _):
+        state, halted = carry
+        new_state, metrics = update_fn(state, hp)
+        finite = jnp.logical_and(all_finite(metrics), all_finite(new_state.params))
+        everywhere = finite
+        if axis_name is not None:  # every seed stops together
+            everywhere = jax.lax.pmin(finite.astype(jnp.int32), axis_name) > 0
+        keep = jnp.logical_and(everywhere, jnp.logical_not(halted))
+        state = jax.tree.map(lambda new, old: jnp.where(keep, new, old), new_state, state)
+        metrics = {**metrics, "nonfinite": jnp.logical_not(finite).astype(jnp.float32)}
+        return (state, jnp.logical_or(halted, jnp.logical_not(everywhere))), metrics
+
+    (state, _), metrics = jax.lax.scan(
+        guarded_update, (state, jnp.bool_(False)), length=num_updates
+    )
+    return state, metrics

@@ -1,0 +1,115 @@
+"""Evaluating a trained policy: N episodes per seed, from fresh envs.
+
+Each seed's network plays ``num_episodes`` envs side by side until every env has
+finished its first episode (one compiled ``while_loop``, all seeds vmapped); the
+first episode of each env is what is reported: return, length and, for Craftax,
+each achievement's success rate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from nnxrl.envs import make_env
+from nnxrl.policy import Policy
+
+
+def play_first_episodes(
+    policy: Policy, num_episodes: int, greedy: bool, key: jax.Array, max_steps: int = 100_000
+) -> dict[str, np.ndarray]:
+    """Per seed and env: the first episode's return [S, N], length [S, N] and
+    achievements [S, N, A] (Craftax)."""
+    env = make_env(dataclasses.replace(policy.config.env, num_envs=num_episodes, reset_ratio=1))
+    names = env.spec.achievement_names
+
+    def one_seed(params, key):
+        model = nnx.merge(policy.graphdef, params)
+        reset_key, key = jax.random.split(key)
+        obs, env_state = env.reset(reset_key)
+        results = {
+            "return": jnp.zeros(num_episodes),
+            "length": jnp.zeros(num_episodes, jnp.int32),
+            "achievements": jnp.zeros((num_episodes, len(names))),
+        }
+        carry = {
+            "obs": obs,
+            "env_state": env_state,
+            "hidden": model.initial_hidden(num_episodes),
+            "start": jnp.ones(num_episodes, bool),
+            "finished": jnp.zeros(num_episodes, bool),
+            "key": key,
+            "t": jnp.int32(0),
+            "results": results,
+        }
+
+        def running(c):
+            return jnp.logical_and(~jnp.all(c["finished"]), c["t"] < max_steps)
+
+        def step(c):
+            key, action_key, step_key = jax.random.split(c["key"], 3)
+            hidden, dist, _ = model.step(c["hidden"], c["obs"], c["start"])
+            action = dist.mode() if greedy else dist.sample(action_key)
+            env_state, out = env.step(step_key, c["env_state"], action)
+            ended = jnp.logical_or(out.terminated, out.truncated)
+            first = jnp.logical_and(ended, ~c["finished"])
+            episode = {
+                "return": out.episode["return"],
+                "length": out.episode["length"],
+                "achievements": out.episode.get("achievements", c["results"]["achievements"]),
+            }
+            results = {
+                k: jnp.where(first.reshape((-1,) + (1,) * (v.ndim - 1)), episode[k], v)
+                for k, v in c["results"].items()
+            }
+            return {
+                "obs": out.obs,
+                "env_state": env_state,
+                "hidden": hidden,
+                "start": ended,
+                "finished": jnp.logical_or(c["finished"], ended),
+                "key": key,
+                "t": c["t"] + 1,
+                "results": results,
+            }
+
+        final = jax.lax.while_loop(running, step, carry)
+        return {**final["results"], "finished": final["finished"]}
+
+    keys = jax.random.split(key, policy.num_seeds)
+    out = jax.jit(jax.vmap(one_seed))(policy.params, keys)
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def achievement_names(policy: Policy) -> tuple[str, ...]:
+    env = make_env(dataclasses.replace(policy.config.env, num_envs=1, reset_ratio=1))
+    return env.spec.achievement_names
+
+
+def summarize_episodes(
+    results: dict[str, np.ndarray], achievement_names: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """One row per seed: mean and std of return and length, achievement rates."""
+    rows = []
+    for s in range(results["return"].shape[0]):
+        done = results["finished"][s]
+        row = {
+            "seed": s,
+            "episodes": int(done.sum()),
+            "return_mean": float(results["return"][s][done].mean()) if done.any() else None,
+            "return_std": float(results["return"][s][done].std()) if done.any() else None,
+            "length_mean": float(results["length"][s][done].mean()) if done.any() else None,
+            "length_std": float(results["length"][s][done].std()) if done.any() else None,
+        }
+        if achievement_names and done.any():
+            rates = results["achievements"][s][done].mean(axis=0)
+            row["achievements"] = {
+                n: float(r) for n, r in zip(achievement_names, rates, strict=True)
+            }
+        rows.append(row)
+    return rows

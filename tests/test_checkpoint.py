@@ -1,0 +1,296 @@
+"""Checkpoints, exact resume, the non-finite guard, evaluation, rendering, saved policies."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from cli_runs import TINY_CRAFTAX
+from flax import struct
+from PIL import Image
+
+from nnxrl import checkpoint
+from nnxrl import config as config_lib
+from nnxrl.cli import main
+from nnxrl.config import setting
+from nnxrl.intrinsic import register
+from nnxrl.intrinsic.base import Addon
+from nnxrl.policy import load_policy, policy_from_checkpoint
+from nnxrl.train import run_training
+
+ROOT = Path(__file__).parents[1]
+SMALL = [
+    "total_env_steps=5120",
+    "ppo.num_steps=32",
+    "ppo.num_minibatches=2",
+    "logging.backends=[]",
+    "logging.updates_per_chunk=2",
+    "checkpoint.every_updates=4",
+]
+VARIANTS = {
+    "feedforward": ("configs/ppo-cartpole.yaml", []),
+    "gru": ("configs/ppo-cartpole.yaml", ["network.kind=gru", "network.width=32"]),
+    "e3b": (
+        "configs/e3b-craftax-classic-symbolic.yaml",
+        [
+            "env.id=CartPole-v1",
+            "env.num_envs=4",
+            "env.reset_ratio=1",
+            "network.width=32",
+            "intrinsic.options={latent_size: 8, width: 32}",
+        ],
+    ),
+}
+
+
+def load(name, *extra):
+    path, overrides = VARIANTS[name]
+    return config_lib.load(ROOT / path, [*SMALL, *overrides, *extra])
+
+
+def same_params(a: Path, b: Path) -> bool:
+    pa, pb = load_policy(a / "policy"), load_policy(b / "policy")
+    return all(
+        np.array_equal(x, y)
+        for x, y in zip(jax.tree.leaves(pa.params), jax.tree.leaves(pb.params), strict=True)
+    )
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_resume_is_bit_exact(tmp_path, variant):
+    config = load(variant)
+    run_training(config, tmp_path / "whole", quiet=True)
+    with pytest.raises(KeyboardInterrupt):
+        run_training(config, tmp_path / "split", quiet=True, stop_after=8)
+    assert checkpoint.latest(tmp_path / "split") == 8
+    assert not (tmp_path / "split" / "policy").exists()
+    run_training(config, tmp_path / "split", quiet=True, resume=True)
+    for name in ("metrics.jsonl", "metrics_aggregate.jsonl"):
+        whole = (tmp_path / "whole" / name).read_bytes()
+        assert whole == (tmp_path / "split" / name).read_bytes(), name
+    assert same_params(tmp_path / "whole", tmp_path / "split")
+    if variant == "e3b":  # the add-on's state evolved and came back exactly
+        meta = checkpoint.load_meta(tmp_path / "split")
+        assert any("inverse_covariance" in p for p in meta["paths"])
+
+
+def test_ctrl_c_in_a_subprocess_leaves_a_checkpoint_that_resumes_exactly(tmp_path):
+    overrides = [*SMALL, "total_env_steps=40960", "logging.backends=[console]"]
+    overrides = [o for o in overrides if not o.startswith("logging.backends=[]")]
+    run_training(
+        config_lib.load(ROOT / "configs/ppo-cartpole.yaml", overrides),
+        tmp_path / "whole",
+        quiet=True,
+    )
+    out = tmp_path / "split"
+    args = [sys.executable, "-m", "nnxrl.cli", "train", str(ROOT / "configs/ppo-cartpole.yaml")]
+    args += ["--out", str(out)] + sum((["--set", o] for o in overrides), [])
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # wait until training is under way
+        metrics = out / "metrics.jsonl"
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= 4:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    stopped_at = checkpoint.latest(out)
+    assert 0 < stopped_at < 80, stopped_at  # stopped part-way, checkpointed where it stopped
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    assert json.loads(lines[-1])["update"] == stopped_at
+    assert main(["train", "--resume", str(out), "--set", "logging.backends=[]"]) == 0
+    assert (tmp_path / "whole" / "metrics.jsonl").read_bytes() == (
+        out / "metrics.jsonl"
+    ).read_bytes()
+    assert same_params(tmp_path / "whole", out)
+
+
+KILL_SCRIPT = """
+import sys, numpy as np
+from nnxrl import checkpoint
+run = sys.argv[1]
+checkpoint.save(run, 1, {"w": np.arange(10, dtype=np.float32)}, {"config": {}})
+print("saved", flush=True)
+big = np.random.default_rng(0).normal(size=(256, 1024, 1024)).astype(np.float32)  # 1 GiB
+checkpoint.save(run, 2, {"w": big}, {"config": {}})
+"""
+
+
+def test_a_process_killed_mid_save_leaves_the_previous_checkpoint_loadable(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "saved"
+    deadline = time.time() + 60
+    while time.time() < deadline:  # kill while step 2 is being written
+        partial = [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith("2")]
+        if partial:
+            break
+        time.sleep(0.01)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert checkpoint.available(tmp_path) == [1]
+    state, meta = checkpoint.restore(tmp_path, {"w": jnp.zeros(10)})
+    np.testing.assert_array_equal(state["w"], np.arange(10))
+    assert meta["update"] == 1
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "cartpole"
+    run_training(load("feedforward", "num_seeds=2"), out, quiet=True)
+    return out
+
+
+def test_resume_refuses_a_different_config_naming_the_keys(small_run, capsys):
+    code = main(
+        ["train", "--resume", str(small_run), "--set", "network.width=32", "--set", "num_seeds=3"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "network.width: 64 -> 32" in err and "num_seeds: 2 -> 3" in err
+    # a finished run is not extended
+    assert main(["train", "--resume", str(small_run)]) == 2
+    assert "already complete" in capsys.readouterr().err
+    # and a fresh run refuses to write over it
+    assert main(["train", str(ROOT / "configs/ppo-cartpole.yaml"), "--out", str(small_run)]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+
+
+def test_missing_and_damaged_checkpoints_are_clear_errors(small_run, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "config.yaml").write_text((small_run / "config.yaml").read_text())
+    assert main(["train", "--resume", str(empty)]) == 2
+    assert "no checkpoint in" in capsys.readouterr().err
+    damaged = tmp_path / "damaged"
+    subprocess.run(["cp", "-r", str(small_run), str(damaged)], check=True)
+    latest = checkpoint.latest(damaged)
+    for f in (damaged / "checkpoints" / str(latest) / "state").rglob("*"):
+        if f.is_file() and f.stat().st_size > 0:
+            f.write_bytes(b"garbage")
+    with pytest.raises(checkpoint.CheckpointError, match=f"checkpoints/{latest} is damaged"):
+        policy_from_checkpoint(damaged)
+
+
+@dataclass(frozen=True)
+class PoisonOptions:
+    from_rollout: int = setting(2, "Rollouts after which the bonus is NaN.")
+
+
+@struct.dataclass
+class PoisonState:
+    rollouts: jax.Array
+
+
+def make_poison(options, context) -> Addon:
+    """A test hook: an add-on whose bonus turns NaN from the given rollout on."""
+
+    def reward(state, experience):
+        bad = state.rollouts >= options.from_rollout
+        bonus = jnp.where(bad, jnp.nan, 0.0) * jnp.ones(experience.action.shape)
+        return state.replace(rollouts=state.rollouts + 1), bonus, {}
+
+    return Addon(
+        name="poison",
+        init_params=lambda key: (),
+        init=lambda key, params: PoisonState(rollouts=jnp.int32(0)),
+        reward=reward,
+        update=lambda state, experience, key: (state, {}),
+    )
+
+
+def test_a_nan_stops_the_run_naming_seed_update_metric_with_a_good_checkpoint(tmp_path, capsys):
+    register("poison", PoisonOptions, make_poison)
+    out = tmp_path / "nan"
+    args = ["train", str(ROOT / "configs/ppo-cartpole.yaml"), "--out", str(out)]
+    overrides = [
+        *SMALL,
+        "num_seeds=2",
+        "intrinsic.addon=poison",
+        "intrinsic.options={from_rollout: 5}",
+    ]
+    assert main(args + sum((["--set", o] for o in overrides), [])) == 3
+    err = capsys.readouterr().err
+    assert "non-finite values at update 6, seed(s) [0, 1]" in err and "loss/total" in err
+    assert "checkpointed at update 5" in err
+    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert max(r["update"] for r in records) == 5 and len(records) == 10
+    policy = policy_from_checkpoint(out)  # the last good state loads, and is finite
+    assert all(np.all(np.isfinite(x)) for x in jax.tree.leaves(policy.params))
+
+
+def test_eval_render_and_export_on_cartpole(small_run, tmp_path, capsys):
+    report = tmp_path / "eval.json"
+    args = ["eval", str(small_run), "--episodes", "4", "--greedy", "--json", str(report)]
+    assert main(args) == 0
+    data = json.loads(report.read_text())
+    assert [s["seed"] for s in data["seeds"]] == [0, 1]
+    assert all(s["episodes"] == 4 and s["return_mean"] >= 1 for s in data["seeds"])
+    assert "| seed | episodes | return | length |" in capsys.readouterr().out
+    gif = tmp_path / "episode.gif"
+    assert main(["render", str(small_run), "--seed", "1", "--out", str(gif)]) == 0
+    frames = int(capsys.readouterr().out.split(": ")[1].split(" frames")[0])
+    with Image.open(gif) as image:
+        assert image.n_frames == frames > 1
+    # an exported policy evaluates the same as the checkpoint it came from
+    exported = tmp_path / "exported"
+    assert main(["export", str(small_run), "--out", str(exported)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                str(exported),
+                "--episodes",
+                "4",
+                "--greedy",
+                "--json",
+                str(tmp_path / "e2.json"),
+            ]
+        )
+        == 0
+    )
+    assert json.loads((tmp_path / "e2.json").read_text())["seeds"] == data["seeds"]
+    # an env without a renderer says so
+    assert main(["render", str(small_run), "--seed", "5"]) == 2
+    assert "not one of the run's seeds" in capsys.readouterr().err
+
+
+def test_eval_and_render_on_craftax(tmp_path, capsys):
+    out = tmp_path / "craftax"
+    overrides = [*TINY_CRAFTAX, "total_env_steps=64", "ppo.num_steps=8"]
+    args = ["train", str(ROOT / "configs/ppo-craftax-classic-symbolic.yaml"), "--out", str(out)]
+    assert main(args + sum((["--set", o] for o in overrides), [])) == 0
+    assert main(["eval", str(out), "--episodes", "2", "--json", str(tmp_path / "e.json")]) == 0
+    seeds = json.loads((tmp_path / "e.json").read_text())["seeds"]
+    assert seeds[0]["episodes"] == 2 and "collect_wood" in seeds[0]["achievements"]
+    gif = tmp_path / "craftax.gif"
+    assert main(["render", str(out), "--out", str(gif)]) == 0
+    frames = int(capsys.readouterr().out.split("craftax.gif: ")[1].split(" frames")[0])
+    with Image.open(gif) as image:
+        assert image.n_frames == frames > 1
+
+
+def test_an_env_without_a_renderer_gets_a_clear_message(tmp_path, capsys):
+    out = tmp_path / "acrobot"
+    overrides = [*SMALL, "env.id=Acrobot-v1", "total_env_steps=256", "checkpoint.every_updates=2"]
+    args = ["train", str(ROOT / "configs/ppo-cartpole.yaml"), "--out", str(out)]
+    assert main(args + sum((["--set", o] for o in overrides), [])) == 0
+    assert main(["render", str(out)]) == 2
+    assert "'Acrobot-v1' has no renderer here" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+def test_checkpoint_every_must_fit_the_chunks():
+    with pytest.raises(config_lib.ConfigError, match="checkpoint.every_updates"):
+        load("feedforward", "checkpoint.every_updates=3")
