@@ -57,7 +57,8 @@ def main() -> None:
     for name, (path, extra) in variants.items():
         config = C.load(path, overrides + extra)
         t = time.perf_counter()
-        init, chunk, hp = compile_programs(config)
+        programs = compile_programs(config)
+        init, chunk, hp = programs.init, programs.chunk, programs.hp
         compile_seconds[name] = time.perf_counter() - t
         state, metrics = chunk(init(), hp)  # warm-up update
         jax.block_until_ready(metrics)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
 import time
 
 from nnxrl.cli import use_all_cpu_cores
@@ -86,7 +87,8 @@ def ppo_sps(config: C.Config, repeats: int) -> tuple[float, float]:
     """(median compile seconds, median env steps/s over all seeds) of whole runs."""
     compiles, rates = [], []
     for _ in range(repeats):
-        result = run_training(config, "/tmp/nnxrl-bench", quiet=True)
+        with tempfile.TemporaryDirectory() as out:
+            result = run_training(config, out, quiet=True)
         compiles.append(result.compile_seconds)
         rates.append(result.env_steps_per_second)
     return statistics.median(compiles), statistics.median(rates)
@@ -95,7 +97,8 @@ def ppo_sps(config: C.Config, repeats: int) -> tuple[float, float]:
 def ppo_chunk_sps(config: C.Config, chunks: int) -> tuple[float, float]:
     """For long configs: compile once, time `chunks` chunks after a warm-up one."""
     t = time.perf_counter()
-    init, chunk, hp = compile_programs(config)
+    programs = compile_programs(config)
+    init, chunk, hp = programs.init, programs.chunk, programs.hp
     compile_seconds = time.perf_counter() - t
     state = init()
     state, m = chunk(state, hp)

@@ -1,7 +1,6 @@
 """Checkpoints, exact resume, the non-finite guard, evaluation, rendering, saved policies."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -290,7 +289,30 @@ def test_an_env_without_a_renderer_gets_a_clear_message(tmp_path, capsys):
     assert "'Acrobot-v1' has no renderer here" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(os.name != "posix", reason="signals")
 def test_checkpoint_every_must_fit_the_chunks():
     with pytest.raises(config_lib.ConfigError, match="checkpoint.every_updates"):
         load("feedforward", "checkpoint.every_updates=3")
+
+
+def test_resume_continues_the_same_mlflow_run_without_duplicates(tmp_path):
+    from mlflow import MlflowClient
+
+    from nnxrl.logging.mlflow_tracker import local_store_uri
+
+    config = load("feedforward", "logging.backends=[mlflow]")
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_training(config, out, quiet=True, stop_after=8)
+    # as if killed after the checkpoint: the JSONL and MLflow ran ahead of it by a chunk
+    checkpoint_dir = checkpoint.checkpoint_dir(out)
+    subprocess.run(["rm", "-rf", str(checkpoint_dir / "8")], check=True)
+    assert checkpoint.latest(out) == 4
+    run_training(config, out, quiet=True, resume=True)
+    client = MlflowClient(tracking_uri=local_store_uri(out))
+    runs = client.search_runs(client.get_experiment_by_name("nnxrl").experiment_id)
+    assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+    history = client.get_metric_history(runs[0].info.run_id, "seed_0/episode_count")
+    steps = sorted(m.step for m in history)
+    assert steps == [u * config.batch_size for u in range(1, config.num_updates + 1)]
+    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["update"] for r in records] == list(range(1, config.num_updates + 1))
