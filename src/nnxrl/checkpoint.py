@@ -101,13 +101,13 @@ def latest(run_dir: str | Path) -> int:
 
 def load_meta(run_dir: str | Path, update: int | None = None) -> dict:
     """The meta item of a checkpoint (the latest by default)."""
-    return _restore(run_dir, update, with_state=False)[1]
+    return read_items(run_dir, update, with_state=False)[1]
 
 
 def restore(run_dir: str | Path, template: Any, update: int | None = None) -> tuple[Any, dict]:
     """(state shaped like ``template``, meta) from the checkpoint for ``update``
     (the latest by default). Host arrays; the caller places them on devices."""
-    items, meta = _restore(run_dir, update, with_state=True)
+    items, meta = read_items(run_dir, update, with_state=True)
     flat, treedef = jax.tree_util.tree_flatten(template)
     if len(flat) != len(meta["paths"]):
         raise CheckpointError(
@@ -130,7 +130,8 @@ def restore(run_dir: str | Path, template: Any, update: int | None = None) -> tu
     return jax.tree_util.tree_unflatten(treedef, leaves), meta
 
 
-def _restore(run_dir: str | Path, update: int | None, with_state: bool) -> tuple[dict, dict]:
+def read_items(run_dir: str | Path, update: int | None, with_state: bool) -> tuple[dict, dict]:
+    """(arrays by leaf name or {}, meta) of a checkpoint, as saved; errors are CheckpointErrors."""
     import orbax.checkpoint as ocp
 
     update = latest(run_dir) if update is None else int(update)

@@ -94,7 +94,7 @@ def policy_from_checkpoint(run_dir: str | Path, update: int | None = None) -> Po
     meta = checkpoint.load_meta(run_dir, update)
     config = config_lib.from_dict(meta["config"])
     graphdef, template = _network_template(config)
-    items, meta = checkpoint._restore(run_dir, meta["update"], with_state=True)
+    items, meta = checkpoint.read_items(run_dir, meta["update"], with_state=True)
     # the RunState's first leaves are its params (RunState field order)
     n = len(jax.tree.leaves(template))
     flat, treedef = jax.tree.flatten(template)
