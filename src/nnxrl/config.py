@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -149,6 +150,8 @@ class IntrinsicConfig:
 
 
 BACKENDS = ("console", "mlflow", "wandb")
+MAX_SEED = 2**32 - 1  # jax.random.key keeps 32 bits: key(2**32) == key(0)
+MAX_BATCH = 2**31 - 1  # transitions per update: arrays are indexed with int32
 
 
 @dataclass(frozen=True)
@@ -199,7 +202,12 @@ class CheckpointConfig:
 
 @dataclass(frozen=True)
 class Config:
-    seed: int = _field(0, "Base PRNG seed; seed i of num_seeds uses fold_in(seed, i).", low=0)
+    seed: int = _field(
+        0,
+        "Base PRNG seed; seed i of num_seeds uses fold_in(seed, i). JAX keys take 32 bits.",
+        low=0,
+        high=MAX_SEED,
+    )
     num_seeds: int = _field(1, "Independent seeds trained in one compiled program.", low=1)
     total_env_steps: int = _field(500_000, "Environment steps per seed.", low=1)
     env: EnvConfig = _section(EnvConfig, "Environment and batching.")
@@ -286,6 +294,8 @@ def _coerce(key: str, value: Any, tp: Any, meta: Mapping[str, Any]) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{key}: expected a number, got {value!r}")
         value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(f"{key}: {value!r} is not a finite number; give a finite value")
     elif tp is str:
         if not isinstance(value, str):
             raise ConfigError(f"{key}: expected a string, got {value!r}")
@@ -331,7 +341,13 @@ def _build(cls: type, data: Mapping[str, Any], prefix: str = "") -> Any:
     for name, value in data.items():
         tp = hints[name]
         if dataclasses.is_dataclass(tp):
-            kwargs[name] = _build(tp, value or {}, f"{prefix}{name}.")
+            if not isinstance(value, Mapping):
+                example = next(f.name for f in dataclasses.fields(tp))
+                raise ConfigError(
+                    f"{prefix}{name} is a section (a mapping of keys), got {value!r}; set "
+                    f"keys inside it, e.g. {prefix}{name}.{example}=..."
+                )
+            kwargs[name] = _build(tp, value, f"{prefix}{name}.")
         else:
             kwargs[name] = _coerce(f"{prefix}{name}", value, tp, fields[name].metadata)
     return cls(**kwargs)
@@ -358,6 +374,12 @@ def validate(config: Config) -> Config:
             f"ppo.num_minibatches: {ppo.num_minibatches} does not divide env.num_envs="
             f"{env.num_envs}; a recurrent network trains on minibatches of whole env "
             "sequences, so choose a divisor of num_envs"
+        )
+    if config.batch_size > MAX_BATCH:
+        raise ConfigError(
+            f"env.num_envs: {env.num_envs} envs x ppo.num_steps={ppo.num_steps} make a batch "
+            f"of {config.batch_size:,} transitions, more than the {MAX_BATCH:,} one compiled "
+            "program can index; lower env.num_envs or ppo.num_steps"
         )
     if config.total_env_steps < config.batch_size:
         raise ConfigError(
@@ -409,12 +431,49 @@ def build_section(cls: type, data: Mapping[str, Any], prefix: str) -> Any:
     return _build(cls, data, prefix)
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error
+    (PyYAML would silently keep the last value)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                line = key_node.start_mark.line + 1
+                raise ConfigError(
+                    f"key {key!r} appears twice in one mapping (lines {seen[key]} and {line}); "
+                    "keep one"
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """YAML text -> plain data (safe: no tags that construct objects); errors name ``where``."""
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506  (a SafeLoader)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    except yaml.constructor.ConstructorError as e:
+        raise ConfigError(
+            f"{where}: YAML tags that construct objects are not allowed ({e.problem}); "
+            "give plain values (numbers, strings, lists, mappings)"
+        ) from None
+    except yaml.YAMLError as e:
+        detail = " ".join(str(e).split())
+        raise ConfigError(f"{where}: not valid YAML ({detail})") from None
+
+
 def parse_override(text: str) -> tuple[str, Any]:
     """``"ppo.learning_rate=3e-4"`` -> ``("ppo.learning_rate", 3e-4)`` (value parsed as YAML)."""
     if "=" not in text:
         raise ConfigError(f"override {text!r}: expected KEY=VALUE, e.g. ppo.learning_rate=3e-4")
     key, raw = text.split("=", 1)
-    return key.strip(), yaml.safe_load(raw) if raw.strip() else None
+    key = key.strip()
+    if not key:
+        raise ConfigError(f"override {text!r}: the key before '=' is empty")
+    return key, parse_yaml(raw, f"override {text!r}") if raw.strip() else None
 
 
 def apply_overrides(data: dict, overrides: Iterable[str]) -> dict:
@@ -429,6 +488,11 @@ def apply_overrides(data: dict, overrides: Iterable[str]) -> dict:
             if not isinstance(child, dict):
                 raise ConfigError(f"override {text!r}: {part} is not a section")
             node = child
+        if isinstance(node.get(parts[-1]), dict) and not isinstance(value, Mapping):
+            raise ConfigError(
+                f"override {text!r}: {key} is a section (a mapping of keys); set a key inside it "
+                f"(e.g. --set {key}.<key>=VALUE) rather than replacing it with {value!r}"
+            )
         node[parts[-1]] = value
     return data
 
@@ -447,12 +511,30 @@ def from_dict(data: Mapping[str, Any], overrides: Iterable[str] = ()) -> Config:
 def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     """Load a YAML config file, apply overrides, validate."""
     path = Path(path)
+    where = f"config file {str(path)!r}"
     if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist")
+        raise ConfigError(
+            f"{where} does not exist" if not path.exists() else f"{where} is not a file"
+        )
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {e}") from e
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"{where} is not a text file; expected a YAML mapping of config keys"
+        ) from None
+    except OSError as e:
+        raise ConfigError(f"{where} cannot be read ({e.strerror})") from None
+    data = parse_yaml(text, where)
+    if data is None:
+        raise ConfigError(
+            f"{where} is empty; expected a YAML mapping of config keys (copy one from configs/)"
+        )
+    if not isinstance(data, Mapping):
+        kind = {list: "a list", str: "a string", bool: "true/false"}.get(type(data), "a number")
+        raise ConfigError(
+            f"{where} holds {kind} ({str(data)[:60]}); expected a YAML mapping of config "
+            "keys such as 'env: {id: CartPole-v1}'"
+        )
     return from_dict(data, overrides)
 
 

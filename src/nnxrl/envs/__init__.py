@@ -3,12 +3,13 @@ statistics for any gymnax id or Craftax id."""
 
 from __future__ import annotations
 
+import difflib
 from typing import TYPE_CHECKING
 
 from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
 from nnxrl.envs.craftax_env import CRAFTAX_IDS, make_craftax_env
 from nnxrl.envs.episode_stats import with_episode_statistics
-from nnxrl.envs.gymnax_env import gymnax_ids, make_gymnax_env
+from nnxrl.envs.gymnax_env import gymnax_ids, is_discrete, make_gymnax_env, split_kwargs
 
 if TYPE_CHECKING:
     from nnxrl.config import EnvConfig
@@ -36,9 +37,21 @@ def check_env_config(env: EnvConfig) -> None:
                 f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only; "
                 f"{env.id} resets itself, so it must be 1"
             )
+        if not is_discrete(env.id):
+            raise ConfigError(
+                f"env.id: {env.id!r} has a continuous action space; nnxrl's PPO takes "
+                "discrete actions (e.g. CartPole-v1, Acrobot-v1, the MinAtar and bsuite ids)"
+            )
+        try:
+            split_kwargs(env.id, env.kwargs)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         return
+    every = [i for ids in families.values() for i in ids]
+    close = difflib.get_close_matches(env.id, every, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else ""
     listing = "; ".join(f"{fam}: {', '.join(ids)}" for fam, ids in families.items())
-    raise ConfigError(f"env.id: unknown environment {env.id!r}. Known families: {listing}")
+    raise ConfigError(f"env.id: unknown environment {env.id!r}{hint} Known families: {listing}")
 
 
 def make_env(env: EnvConfig) -> VecEnv:

@@ -3,6 +3,11 @@ terminated from truncated, returning the final observation in ``info``)."""
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import inspect
+import math
+
 import jax
 import jax.numpy as jnp
 
@@ -15,11 +20,71 @@ def gymnax_ids() -> list[str]:
     return list(gymnax.registered_envs)
 
 
+def split_kwargs(env_id: str, kwargs: dict) -> tuple[dict, dict]:
+    """``env.kwargs`` -> (constructor arguments, EnvParams fields to replace).
+
+    A gymnax env takes some options in its constructor (DeepSea's ``size``) and the
+    rest as fields of its EnvParams (``max_steps_in_episode``). Raises ValueError
+    naming ``env.kwargs.<key>`` for an unknown option or a value of the wrong type."""
+    import gymnax
+
+    env, params = gymnax.make(env_id)
+    constructor = {
+        name: p.default
+        for name, p in inspect.signature(type(env).__init__).parameters.items()
+        if name != "self"
+    }
+    fields = {f.name: getattr(params, f.name) for f in dataclasses.fields(params)}
+    ctor_kwargs, param_kwargs = {}, {}
+    for name, value in kwargs.items():
+        if name in constructor:
+            default, target = constructor[name], ctor_kwargs
+        elif name in fields:
+            default, target = fields[name], param_kwargs
+        else:
+            known = sorted({*constructor, *fields})
+            close = difflib.get_close_matches(str(name), known, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise ValueError(
+                f"env.kwargs.{name}: {env_id} has no option {name!r}{hint}. Its options: {known}"
+            )
+        _check_kind(f"env.kwargs.{name}", value, default)
+        target[name] = value
+    return ctor_kwargs, param_kwargs
+
+
+def _check_kind(key: str, value, default) -> None:
+    """``value`` must be of the kind of ``default`` (bool, int or number); None: any."""
+    if default is None or isinstance(default, jax.Array):
+        return
+    if isinstance(default, bool):
+        ok, kind = isinstance(value, bool), "true or false"
+    elif isinstance(default, int):
+        ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok, kind = ok and math.isfinite(value), "a finite number"
+    else:
+        return
+    if not ok:
+        raise ValueError(f"{key}: expected {kind} (default {default!r}), got {value!r}")
+
+
+def is_discrete(env_id: str) -> bool:
+    import gymnax
+    from gymnax.environments import spaces
+
+    env, params = gymnax.make(env_id)
+    return isinstance(env.action_space(params), spaces.Discrete)
+
+
 def make_gymnax_env(env_id: str, num_envs: int, **kwargs) -> VecEnv:
     import gymnax
     from gymnax.environments import spaces
 
-    env, params = gymnax.make(env_id, **kwargs)
+    ctor_kwargs, param_kwargs = split_kwargs(env_id, kwargs)
+    env, params = gymnax.make(env_id, **ctor_kwargs)
+    params = params.replace(**param_kwargs)
     action_space = env.action_space(params)
     if not isinstance(action_space, spaces.Discrete):
         raise ValueError(
