@@ -57,8 +57,9 @@ def main() -> None:
     for name, (path, extra) in variants.items():
         config = C.load(path, overrides + extra)
         t = time.perf_counter()
-        programs = compile_programs(config)
-        init, chunk, hp = programs.init, programs.chunk, programs.hp
+        compiled = compile_programs(config)
+        init, hp = compiled.init, compiled.hp
+        chunk = compiled.chunk(config.updates_per_chunk)
         compile_seconds[name] = time.perf_counter() - t
         state, metrics = chunk(init(), hp)  # warm-up update
         jax.block_until_ready(metrics)

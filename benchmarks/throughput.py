@@ -98,7 +98,8 @@ def ppo_chunk_sps(config: C.Config, chunks: int) -> tuple[float, float]:
     """For long configs: compile once, time `chunks` chunks after a warm-up one."""
     t = time.perf_counter()
     programs = compile_programs(config)
-    init, chunk, hp = programs.init, programs.chunk, programs.hp
+    init, hp = programs.init, programs.hp
+    chunk = programs.chunk(config.updates_per_chunk)
     compile_seconds = time.perf_counter() - t
     state = init()
     state, m = chunk(state, hp)

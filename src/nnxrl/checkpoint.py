@@ -16,11 +16,19 @@ template RunState (from the compiled init); shapes and dtypes must match it.
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
+
+from nnxrl.errors import StorageError
 
 
 class CheckpointError(RuntimeError):
@@ -70,15 +78,39 @@ def save(run_dir: str | Path, update: int, state: Any, meta: dict, keep: int | N
     # empty arrays (a feed-forward net's [S, B, 0] hidden state) are rebuilt from meta
     items = {f"leaf_{i:05d}": a for i, a in enumerate(arrays) if a.size}
     directory = checkpoint_dir(run_dir)
-    manager = _manager(directory, keep, create=True)
-    manager.save(
-        int(update),
-        args=ocp.args.Composite(state=ocp.args.StandardSave(items), meta=ocp.args.JsonSave(meta)),
-        force=True,
-    )
-    manager.wait_until_finished()
-    manager.close()
+    try:
+        manager = _manager(directory, keep, create=True)
+        try:
+            manager.save(
+                int(update),
+                args=ocp.args.Composite(
+                    state=ocp.args.StandardSave(items), meta=ocp.args.JsonSave(meta)
+                ),
+                force=True,
+            )
+            manager.wait_until_finished()
+        finally:
+            manager.close()
+    except Exception as e:  # disk full, read-only, I/O error: say so, keep the others
+        _remove_partial(directory)
+        reason = getattr(e, "strerror", None) or " ".join(str(e).split())[:200]
+        raise StorageError(
+            f"could not write the checkpoint for update {update} in {directory} "
+            f"({type(e).__name__}: {reason}); the earlier checkpoints are intact "
+            f"(available: {available(run_dir)}). Free space, then "
+            f"`nnxrl train --resume {Path(run_dir)}` continues from the newest"
+        ) from None
     return directory / str(update)
+
+
+def _remove_partial(directory: Path) -> None:
+    """Remove what a failed save left (Orbax writes into '*.orbax-checkpoint-tmp*')."""
+    import shutil
+
+    if directory.is_dir():
+        for path in directory.iterdir():
+            if "tmp" in path.name:
+                shutil.rmtree(path, ignore_errors=True)
 
 
 def available(run_dir: str | Path) -> list[int]:
@@ -145,22 +177,52 @@ def read_items(run_dir: str | Path, update: int | None, with_state: bool) -> tup
     if with_state:
         args["state"] = ocp.args.StandardRestore()
     try:
-        manager = _manager(checkpoint_dir(run_dir))
-        restored = manager.restore(update, args=ocp.args.Composite(**args))
-        manager.close()
+        with _quiet_if_it_fails():
+            manager = _manager(checkpoint_dir(run_dir))
+            try:
+                restored = manager.restore(update, args=ocp.args.Composite(**args))
+            finally:
+                manager.close()
     except Exception as e:  # Orbax/tensorstore errors: name the checkpoint, not the internals
         raise CheckpointError(
             f"checkpoint {where} is damaged or incomplete and cannot be read "
-            f"({type(e).__name__}: {str(e).splitlines()[0][:200]}); resume from an earlier "
-            f"one with --step (available: {available(run_dir)})"
+            f"({type(e).__name__}: {str(e).splitlines()[0][:200]}); use an earlier one with "
+            f"--step U (`nnxrl train --resume RUN_DIR --step U`, and eval, render and "
+            f"export take it too; available: {available(run_dir)})"
         ) from e
     meta = dict(restored.meta)
     meta["where"] = str(where)
     return (restored.state if with_state else {}), meta
 
 
+@contextmanager
+def _quiet_if_it_fails(grace: float = 0.5) -> Iterator[None]:
+    """Hold back what the process writes to stderr while reading a checkpoint, and drop
+    it if the read fails. When Orbax gives up on a damaged file, tensorstore's pending
+    reads call back into the closed event loop and print pages of 'Event loop is
+    closed' tracebacks (for ``grace`` seconds); our CheckpointError says it all."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        failed = False
+        try:
+            yield
+        except BaseException:
+            failed = True
+            time.sleep(grace)  # the late callbacks print into ``held``
+            raise
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            if not failed:
+                held.seek(0)
+                sys.stderr.write(held.read().decode(errors="replace"))
+
+
 def config_differences(
-    saved: dict, requested: dict, ignore: tuple[str, ...] = ("logging",)
+    saved: dict, requested: dict, ignore: tuple[str, ...] = ("logging", "checkpoint")
 ) -> list[str]:
     """Dotted keys whose values differ between two config dicts (``ignore``d sections
     may differ), as 'key: saved -> requested'."""

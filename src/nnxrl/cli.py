@@ -1,7 +1,7 @@
 """Command line.
 
 nnxrl train CONFIG [--set KEY=VALUE ...] [--out DIR] [--stop-after UPDATES]
-nnxrl train --resume RUN_DIR [CONFIG] [--set KEY=VALUE ...]
+nnxrl train --resume RUN_DIR [CONFIG] [--set KEY=VALUE ...] [--step UPDATE]
 nnxrl eval RUN_DIR|POLICY_DIR [--episodes N] [--greedy] [--step UPDATE] [--json FILE]
 nnxrl render RUN_DIR|POLICY_DIR [--seed I] [--out episode.gif] [--greedy] [--step UPDATE]
 nnxrl export RUN_DIR [--step UPDATE] [--out DIR]
@@ -21,7 +21,8 @@ from nnxrl import config as config_lib
 def _train(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from nnxrl.train import default_out_dir, run_training
+    from nnxrl.run_dir import default_out_dir, ensure_writable_dir
+    from nnxrl.train import run_training
 
     if args.resume:
         if args.out:
@@ -34,15 +35,21 @@ def _train(args: argparse.Namespace) -> int:
         config = config_lib.load(args.config or out_dir / "config.yaml", args.set or ())
     elif args.config is None:
         raise config_lib.ConfigError("train: give a CONFIG file, or --resume RUN_DIR")
+    elif args.step is not None:
+        raise config_lib.ConfigError(
+            "--step: picks the checkpoint to resume from; use it with --resume"
+        )
     else:
         config = config_lib.load(args.config, args.set or ())
-        out_dir = args.out or default_out_dir(args.config)
+        out_dir = ensure_writable_dir(args.out or default_out_dir(args.config), "--out")
     print(
         f"nnxrl: training {config.env.id} for {config.total_env_steps} env steps x "
         f"{config.num_seeds} seed(s) ({config.num_updates} updates) -> {out_dir}",
         flush=True,
     )
-    result = run_training(config, out_dir, resume=bool(args.resume), stop_after=args.stop_after)
+    result = run_training(
+        config, out_dir, resume=bool(args.resume), step=args.step, stop_after=args.stop_after
+    )
     print(
         f"compile {result.compile_seconds:.1f} s, train {result.train_seconds:.1f} s, "
         f"{result.env_steps_per_second:,.0f} env steps/s (all seeds)"
@@ -71,7 +78,10 @@ def _eval(args: argparse.Namespace) -> int:
     import jax
 
     from nnxrl.evaluate import achievement_names, play_first_episodes, summarize_episodes
+    from nnxrl.run_dir import ensure_writable_file
 
+    if args.json:
+        ensure_writable_file(args.json, "--json")
     policy = _load_policy(args.run, args.step)
     results = play_first_episodes(policy, args.episodes, args.greedy, jax.random.key(args.key))
     rows = summarize_episodes(results, achievement_names(policy))
@@ -110,7 +120,9 @@ def _render(args: argparse.Namespace) -> int:
     import jax
 
     from nnxrl.render import render_episode
+    from nnxrl.run_dir import ensure_writable_file
 
+    ensure_writable_file(args.out, "--out")
     policy = _load_policy(args.run, args.step)
     info = render_episode(policy, args.seed, args.out, jax.random.key(args.key), args.greedy)
     ended = "" if info["ended"] else " (stopped at the step limit)"
@@ -122,16 +134,20 @@ def _export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from nnxrl.policy import policy_from_checkpoint, save_policy
+    from nnxrl.run_dir import ensure_writable_dir
 
+    out = ensure_writable_dir(args.out or Path(args.run) / "policy", "--out")
     policy = policy_from_checkpoint(args.run, args.step)
-    out = save_policy(args.out or Path(args.run) / "policy", policy.config, policy.params)
+    out = save_policy(out, policy.config, policy.params)
     print(f"wrote the policy of {policy.num_seeds} seed(s) to {out}")
     return 0
 
 
 def _plot(args: argparse.Namespace) -> int:
     from nnxrl.plot import plot_runs
+    from nnxrl.run_dir import ensure_writable_file
 
+    ensure_writable_file(args.out, "--out")
     try:
         labels = plot_runs(args.runs, args.metric, args.out)
     except (FileNotFoundError, KeyError) as e:
@@ -139,6 +155,22 @@ def _plot(args: argparse.Namespace) -> int:
         return 2
     print(f"wrote {args.out}: {args.metric} of {', '.join(labels)}")
     return 0
+
+
+def _count(low: int, high: int | None = None):
+    """An argparse type: an integer in [low, high], with a message that says so."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f">= {low}" if high is None else f"between {low} and {high}"
+            raise argparse.ArgumentTypeError(f"{value} is out of range; it must be {bound}")
+        return value
+
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -159,11 +191,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         metavar="RUN_DIR",
         help="continue the run in RUN_DIR from its latest checkpoint (its config.yaml, or "
-        "CONFIG, which must match it except for logging.*)",
+        "CONFIG, which must match it except for logging.* and checkpoint.*)",
+    )
+    train.add_argument(
+        "--step",
+        type=_count(0),
+        metavar="UPDATE",
+        help="with --resume: continue from this checkpoint rather than the newest",
     )
     train.add_argument(
         "--stop-after",
-        type=int,
+        type=_count(1),
         metavar="UPDATES",
         help="stop (as Ctrl-C does: checkpoint, exit 130) once this many updates are done",
     )
@@ -180,18 +218,23 @@ def build_parser() -> argparse.ArgumentParser:
             help="a run directory (or, for eval/render, a policy directory)",
         )
         cmd.add_argument(
-            "--step", type=int, metavar="UPDATE", help="the checkpoint to use (default: latest)"
+            "--step",
+            type=_count(0),
+            metavar="UPDATE",
+            help="the checkpoint to use (default: latest)",
         )
         cmd.set_defaults(func=func)
         if name == "eval":
             cmd.add_argument(
-                "--episodes", type=int, default=10, help="episodes per seed (default 10)"
+                "--episodes", type=_count(1), default=10, help="episodes per seed (default 10)"
             )
             cmd.add_argument(
                 "--json", metavar="FILE", help="write the report here (default: print it)"
             )
         if name == "render":
-            cmd.add_argument("--seed", type=int, default=0, help="which seed's policy (default 0)")
+            cmd.add_argument(
+                "--seed", type=_count(0), default=0, help="which seed's policy (default 0)"
+            )
             cmd.add_argument(
                 "--out", default="episode.gif", help="output GIF (default episode.gif)"
             )
@@ -199,7 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("--out", help="output directory (default RUN_DIR/policy)")
         if name in ("eval", "render"):
             cmd.add_argument("--greedy", action="store_true", help="take the most likely action")
-            cmd.add_argument("--key", type=int, default=0, help="PRNG seed for envs and sampling")
+            cmd.add_argument(
+                "--key",
+                type=_count(0, config_lib.MAX_SEED),
+                default=0,
+                help="PRNG seed for envs and sampling",
+            )
     plot = sub.add_parser("plot", help="learning curves (mean +- std over seeds) of runs")
     plot.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run directories to overlay")
     plot.add_argument("--metric", default="episode_return", help="metric to plot")
@@ -218,9 +266,12 @@ def use_all_cpu_cores() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; exit codes: 0 done, 2 bad input (config, paths, checkpoints),
+    3 non-finite values, 4 a write failed (disk full, read-only), 130 stopped."""
     use_all_cpu_cores()
     from nnxrl.checkpoint import CheckpointError
-    from nnxrl.train import NonFiniteError
+    from nnxrl.errors import NonFiniteError, StorageError
+    from nnxrl.stop import Stopped
 
     args = build_parser().parse_args(argv)
     try:
@@ -237,6 +288,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NonFiniteError as e:
         print(f"nnxrl: training stopped: {e}", file=sys.stderr)
         return 3
+    except StorageError as e:
+        print(f"nnxrl: storage error: {e}", file=sys.stderr)
+        return 4
+    except Stopped as e:
+        hint = f"; continue with `nnxrl train --resume {e.out_dir}`" if e.out_dir else ""
+        print(f"nnxrl: stopped at update {e.update}, checkpointed{hint}", file=sys.stderr)
+        return 130
     except KeyboardInterrupt:
         print("nnxrl: interrupted; metrics written so far are kept", file=sys.stderr)
         return 130

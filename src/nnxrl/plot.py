@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from nnxrl.logging.jsonl import read_records
 
 
 def load_curve(run_dir: str | Path, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -17,8 +18,7 @@ def load_curve(run_dir: str | Path, metric: str) -> tuple[np.ndarray, np.ndarray
         raise FileNotFoundError(f"{run_dir}: no metrics.jsonl (is it an nnxrl run directory?)")
     values: dict[int, list[float]] = defaultdict(list)
     seen_metric = False
-    for line in path.read_text().splitlines():
-        record = json.loads(line)
+    for record in read_records(path):
         if metric in record:
             seen_metric = True
             if record[metric] is not None:

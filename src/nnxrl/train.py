@@ -1,20 +1,16 @@
-"""The host side of a training run: build, compile, run chunks, hand metrics to the logger.
+"""Training a config: compile the programs, prepare the run directory, run the loop.
 
-The compiled program is ``vmap`` over seeds of ``train_chunk`` (a guarded scan
-over updates, ``chunk.py``). The host dispatches chunk k+1 before it waits for
-chunk k's metrics, so the device is never idle while the host hands metrics to
-the logger. Checkpoints (``checkpoint.py``) are written every
-``checkpoint.every_updates`` (or ``every_minutes``), at the end, when the run is stopped (Ctrl-C,
-SIGTERM, ``stop_after``) and when a non-finite value stops it; ``resume=True``
-continues the run in a directory from its latest checkpoint.
+The compiled program is ``vmap`` over seeds of ``train_chunk`` (a guarded scan over
+updates, ``chunk.py``); ``run_loop.py`` dispatches the chunks, logs and checkpoints;
+``run_dir.py`` decides where a fresh or resumed run starts; ``stop.py`` turns Ctrl-C
+and SIGTERM into a clean stop. Stop signals are handled from compilation to the last
+record written, so a stop at any moment leaves a run that ``--resume`` continues.
 """
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -26,13 +22,16 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from nnxrl import checkpoint
+from nnxrl import checkpoint, run_dir
 from nnxrl import config as config_lib
 from nnxrl.algos.ppo import hyperparams_from, make_ppo
 from nnxrl.chunk import SEED_AXIS, train_chunk
 from nnxrl.envs import CRAFTAX_IDS, make_env
+from nnxrl.errors import NonFiniteError, StorageError
 from nnxrl.intrinsic import addon_for
-from nnxrl.logging import Backend, MetricLogger, make_logger
+from nnxrl.logging import Backend, make_logger
+from nnxrl.run_loop import RunLoop
+from nnxrl.stop import Stopped, graceful_stop
 
 
 @dataclass
@@ -79,11 +78,18 @@ class Programs:
     """A run's compiled programs and what placing a restored state needs."""
 
     init: Any  # () -> the first RunState of every seed
-    chunk: Any  # (state, hp) -> (state, metrics [S, updates_per_chunk])
+    chunk_programs: dict[int, Any]  # updates per chunk -> (state, hp) -> (state, metrics)
     hp: Any
     template: Any  # the RunState's shapes and dtypes (all seeds)
     sharding: NamedSharding  # of every RunState array: seed axis over devices
-    algo: Any
+    compile_chunk: Any  # updates -> a compiled chunk program of that many updates
+
+    def chunk(self, num_updates: int) -> Any:
+        """The program for a chunk of ``num_updates`` (compiled on first use: only a
+        resumed run's last chunk may need another length)."""
+        if num_updates not in self.chunk_programs:
+            self.chunk_programs[num_updates] = self.compile_chunk(num_updates)
+        return self.chunk_programs[num_updates]
 
 
 def compile_programs(config: config_lib.Config) -> Programs:
@@ -115,106 +121,22 @@ def compile_programs(config: config_lib.Config) -> Programs:
         lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=by_seed),
         jax.eval_shape(jax.vmap(algo.init), keys, params),
     )
-    one_chunk = partial(train_chunk, update_fn=algo.update, num_updates=config.updates_per_chunk)
-    chunk = (
-        jax.jit(
-            jax.vmap(one_chunk, in_axes=(0, None), axis_name=SEED_AXIS),
-            in_shardings=(by_seed, replicated),
-            out_shardings=(by_seed, by_seed),
-            donate_argnums=0,
-        )
-        .lower(state_shape, hp)
-        .compile(options)
-    )
-    return Programs(init, chunk, hp, state_shape, by_seed, algo)
 
-
-def default_out_dir(config_path: str | Path) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{Path(config_path).stem}-{stamp}"
-
-
-class NonFiniteError(RuntimeError):
-    """Training produced a NaN or inf; the message names the seed, update and metric."""
-
-
-class StopRequest:
-    """Set by Ctrl-C / SIGTERM (or ``stop_after``): the run finishes the chunk in
-    flight, logs it, checkpoints and stops. A second Ctrl-C stops at once."""
-
-    def __init__(self) -> None:
-        self.requested = False
-
-    def handler(self, signum, frame) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        print(
-            "\nnnxrl: stopping after the current chunk (saving a checkpoint); "
-            "press Ctrl-C again to stop at once",
-            file=sys.stderr,
-            flush=True,
-        )
-
-
-@contextmanager
-def graceful_stop():
-    """Route SIGINT and SIGTERM to a StopRequest while training (main thread only)."""
-    stop = StopRequest()
-    try:
-        previous = {
-            sig: signal.signal(sig, stop.handler) for sig in (signal.SIGINT, signal.SIGTERM)
-        }
-    except ValueError:  # not the main thread: leave signals alone
-        yield stop
-        return
-    try:
-        yield stop
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def prepare_run_dir(
-    config: config_lib.Config, out_dir: Path, resume: bool
-) -> tuple[int | None, str | None]:
-    """A fresh run needs a directory without a run in it; a resumed one needs a
-    checkpoint of the same config. Returns (checkpoint update to resume from or
-    None, MLflow run id to continue or None); trims the JSONL files to match."""
-    from nnxrl.logging.jsonl import last_complete_update, truncate_after
-
-    if not resume:
-        if (out_dir / "metrics.jsonl").exists() or checkpoint.available(out_dir):
-            raise config_lib.ConfigError(
-                f"--out: {out_dir} already holds a run; continue it with "
-                f"`nnxrl train --resume {out_dir}` or choose another directory"
+    def compile_chunk(num_updates: int) -> Any:
+        one_chunk = partial(train_chunk, update_fn=algo.update, num_updates=num_updates)
+        return (
+            jax.jit(
+                jax.vmap(one_chunk, in_axes=(0, None), axis_name=SEED_AXIS),
+                in_shardings=(by_seed, replicated),
+                out_shardings=(by_seed, by_seed),
+                donate_argnums=0,
             )
-        return None, None
-    meta = checkpoint.load_meta(out_dir)
-    differences = checkpoint.config_differences(meta["config"], config_lib.to_dict(config))
-    if differences:
-        raise config_lib.ConfigError(
-            f"the checkpoint in {out_dir} was made with a different config; only logging.* "
-            "may change on resume. Differing keys: " + "; ".join(differences)
+            .lower(state_shape, hp)
+            .compile(options)
         )
-    # resume from the newest checkpoint whose updates all reached metrics.jsonl
-    logged = last_complete_update(out_dir / "metrics.jsonl", config.num_seeds)
-    usable = [u for u in checkpoint.available(out_dir) if u <= logged]
-    if not usable:
-        raise checkpoint.CheckpointError(
-            f"{out_dir}: no checkpoint at or before update {logged}, the last one fully "
-            f"written to metrics.jsonl (checkpoints: {checkpoint.available(out_dir)})"
-        )
-    update = usable[-1]
-    if update >= config.num_updates:
-        raise config_lib.ConfigError(
-            f"--resume: the run in {out_dir} is already complete ({update} of "
-            f"{config.num_updates} updates); a resumed run continues the same run, it does "
-            "not extend it (total_env_steps sets the learning-rate schedule)"
-        )
-    truncate_after(out_dir, update)
-    run_id_file = out_dir / "mlflow_run_id"
-    return update, (run_id_file.read_text().strip() if run_id_file.exists() else None)
+
+    chunks = {config.updates_per_chunk: compile_chunk(config.updates_per_chunk)}
+    return Programs(init, chunks, hp, state_shape, by_seed, compile_chunk)
 
 
 def run_training(
@@ -224,167 +146,87 @@ def run_training(
     quiet: bool = False,
     extra_backends: tuple[Backend, ...] = (),
     resume: bool = False,
+    step: int | None = None,
     stop_after: int | None = None,
 ) -> RunResult:
     """Train ``config``, writing ``out_dir/config.yaml``, ``metrics.jsonl``, checkpoints,
     the exported policy and whatever the configured backends write. ``resume``
-    continues the run in ``out_dir`` from its latest checkpoint. Ctrl-C, SIGTERM or
-    ``stop_after`` updates stop it after checkpointing every completed update; the
-    KeyboardInterrupt is then re-raised. A non-finite loss or parameter raises
-    NonFiniteError after checkpointing the last good state."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    start_update, mlflow_run_id = prepare_run_dir(config, out_dir, resume)
-    config_lib.dump(config, out_dir / "config.yaml")
-    logger = make_logger(
-        config, out_dir, extra_backends, console=not quiet, mlflow_run_id=mlflow_run_id
-    )
+    continues the run in ``out_dir`` from its latest checkpoint (or ``step``).
 
-    status = "failed"
-    try:
-        with graceful_stop() as stop:
+    Ends early by raising: ``Stopped`` (a KeyboardInterrupt) after Ctrl-C, SIGTERM or
+    ``stop_after`` updates, with every completed update checkpointed; NonFiniteError
+    when a loss or parameter is NaN/inf, with the last good state checkpointed;
+    StorageError when metrics.jsonl or a checkpoint cannot be written."""
+    out_dir = run_dir.ensure_writable_dir(out_dir, "--out")
+    start = run_dir.prepare(config, out_dir, resume, step)
+    config_lib.dump(config, out_dir / "config.yaml")
+    with graceful_stop() as stop:
+        logger = make_logger(
+            config,
+            out_dir,
+            extra_backends,
+            console=not quiet,
+            mlflow_run_id=start.mlflow_run_id,
+            start_update=start.update,
+        )
+        status = "failed"
+        try:
             t0 = time.perf_counter()
             programs = compile_programs(config)
             compile_seconds = time.perf_counter() - t0
             if not quiet:
                 print(f"compiled in {compile_seconds:.1f} s", flush=True)
-            if start_update is None:
-                state, start_update = programs.init(), 0
-            else:
-                restored, _ = checkpoint.restore(out_dir, programs.template, start_update)
-                state = jax.device_put(restored, programs.sharding)
-                if not quiet:
-                    print(f"resumed from the checkpoint at update {start_update}", flush=True)
-            run = ChunkRunner(config, programs, logger, out_dir, stop, stop_after)
-            state, last_metrics, train_seconds = run(state, start_update)
+            state = start_state(programs, out_dir, start.update, quiet)
+            loop = RunLoop(config, programs, logger, out_dir, stop, start.update, stop_after)
+            outcome = loop.run(state)
             train_end = time.perf_counter()
-            export_policy(config, out_dir, state)
-        status = "finished"
-    except KeyboardInterrupt:
-        status = "killed"
-        raise
-    finally:
-        logger.close(status)
+            if outcome.kind == "finished":
+                export_policy(config, out_dir, outcome.state)
+            status = {"finished": "finished", "stopped": "killed"}.get(outcome.kind, "failed")
+        except KeyboardInterrupt:  # a second Ctrl-C: stop at once
+            status = "killed"
+            raise
+        finally:
+            logger.close(status)  # a stop signal now waits until every record is written
+        if outcome.kind == "nonfinite":
+            raise NonFiniteError(outcome.message)
+        if outcome.kind == "unrecorded":
+            raise StorageError(outcome.message)
+        if outcome.kind == "stopped" or stop.requested:
+            raise Stopped(outcome.update, out_dir)
 
+    last = outcome.last_metrics  # empty when only records were written back
     final_returns = [
         None if int(c) == 0 else float(r)
         for c, r in zip(
-            np.asarray(last_metrics["episode_count"])[:, -1],
-            np.asarray(last_metrics["episode_return"])[:, -1],
+            np.asarray(last.get("episode_count", np.zeros((0, 1))))[:, -1],
+            np.asarray(last.get("episode_return", np.zeros((0, 1))))[:, -1],
             strict=True,
         )
     ]
-    steps = (config.num_updates - start_update) * config.batch_size * config.num_seeds
+    steps = (config.num_updates - start.update) * config.batch_size * config.num_seeds
     return RunResult(
         out_dir=out_dir,
-        final_state=state,
+        final_state=outcome.state,
         compile_seconds=compile_seconds,
-        train_seconds=train_seconds,
+        train_seconds=outcome.seconds,
         train_end=train_end,
-        env_steps_per_second=steps / max(train_seconds, 1e-9),
+        env_steps_per_second=steps / max(outcome.seconds, 1e-9),
         final_returns=final_returns,
     )
+
+
+def start_state(programs: Programs, out_dir: Path, update: int, quiet: bool) -> Any:
+    """The initial state (update 0) or the checkpoint of ``update``, on the devices."""
+    if update == 0:
+        return programs.init()
+    restored, _ = checkpoint.restore(out_dir, programs.template, update)
+    if not quiet:
+        print(f"resumed from the checkpoint at update {update}", flush=True)
+    return jax.device_put(restored, programs.sharding)
 
 
 def export_policy(config: config_lib.Config, out_dir: Path, state: Any) -> None:
     from nnxrl.policy import save_policy
 
     save_policy(out_dir / "policy", config, state.params)
-
-
-class ChunkRunner:
-    """Runs the chunks of one run: dispatch, log, checkpoint, stop."""
-
-    def __init__(self, config, programs: Programs, logger: MetricLogger, out_dir, stop, stop_after):
-        self.config, self.programs, self.logger = config, programs, logger
-        self.out_dir, self.stop, self.stop_after = out_dir, stop, stop_after
-        c = config.checkpoint
-        self.every, self.every_seconds = c.every_updates, 60.0 * c.every_minutes
-        self.enabled, self.keep = c.enabled, c.keep
-        self.saved_time = time.perf_counter()
-        self.last: dict = {}  # the last chunk's metrics that were logged
-        self.saved_at: int | None = None  # the update of the newest checkpoint written
-
-    def due(self, update: int) -> bool:
-        """A periodic checkpoint after this update? (by count, or else by time)"""
-        if not self.enabled or update >= self.config.num_updates:
-            return False
-        if self.every is not None:
-            return update % self.every == 0
-        return time.perf_counter() - self.saved_time >= self.every_seconds
-
-    def save(self, state: Any, update: int) -> None:
-        if not self.enabled or update == self.saved_at:
-            return
-        self.saved_at, self.saved_time = update, time.perf_counter()
-        meta = {"config": config_lib.to_dict(self.config)}
-        checkpoint.save(self.out_dir, update, state, meta, keep=self.keep)
-
-    def log(self, metrics: Any, first_update: int) -> int | None:
-        """Hand a finished chunk to the logger; returns the last good update if the
-        chunk hit a non-finite value (its records stop before it), else None."""
-        metrics = jax.device_get(metrics)
-        nonfinite = np.asarray(metrics.pop("nonfinite"))  # [S, L]
-        bad = np.flatnonzero(nonfinite.any(axis=0))
-        if bad.size == 0:
-            self.logger.log_chunk(metrics, first_update)
-            self.last = metrics
-            return None
-        j = int(bad[0])
-        if j > 0:
-            self.logger.log_chunk({k: v[:, :j] for k, v in metrics.items()}, first_update)
-        seeds = np.flatnonzero(nonfinite[:, j]).tolist()
-        names = sorted(
-            k for k, v in metrics.items() if not np.all(np.isfinite(np.asarray(v)[seeds, j]))
-        )
-        self.failure = (
-            f"non-finite values at update {first_update + j}, seed(s) {seeds}: "
-            f"{', '.join(names) or 'the parameters'}"
-        )
-        return first_update + j - 1
-
-    def __call__(self, state: Any, start_update: int) -> tuple[Any, dict, float]:
-        """Run from ``start_update`` to the end. Returns (state, last metrics, seconds)."""
-        config, upc = self.config, self.config.updates_per_chunk
-        chunk, hp = self.programs.chunk, self.programs.hp
-        jax.block_until_ready(state)
-        self.logger.start_clock()
-        t1 = time.perf_counter()
-        pending: list[tuple[Any, int]] = []  # (metrics, first update) dispatched, not logged
-        update = start_update
-
-        def log_until(in_flight: int) -> int | None:
-            while len(pending) > in_flight:
-                metrics, first = pending.pop(0)
-                good = self.log(metrics, first)
-                if good is not None:
-                    return good
-            return None
-
-        while update < config.num_updates and not self.stop.requested:
-            state, metrics = chunk(state, hp)
-            pending.append((metrics, update + 1))
-            update += upc
-            save_now = self.due(update)
-            # keep one chunk in flight while logging, except before a checkpoint
-            good = log_until(0 if save_now else 1)
-            if good is not None:
-                return self.stop_on_nonfinite(state, good)
-            if save_now:
-                self.save(state, update)
-            if self.stop_after is not None and update >= self.stop_after:
-                self.stop.requested = True
-        good = log_until(0)
-        if good is not None:
-            return self.stop_on_nonfinite(state, good)
-        jax.block_until_ready(state)
-        seconds = time.perf_counter() - t1  # training time, without the final save
-        self.save(state, update)
-        if update < config.num_updates:
-            raise KeyboardInterrupt
-        return state, self.last, seconds
-
-    def stop_on_nonfinite(self, state: Any, good: int):
-        self.save(state, good)  # the guard kept every seed at its last good state
-        where = f"; the last good state is checkpointed at update {good}" if self.enabled else ""
-        raise NonFiniteError(self.failure + where)

@@ -9,13 +9,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from nnxrl.logging.logger import Backend, MetricLogger
+from nnxrl.logging.logger import Backend, MetricLogger, brief
 from nnxrl.logging.records import LogBatch
 
 __all__ = ["Backend", "LogBatch", "MetricLogger", "make_logger"]
 
 
-def make_backend(name: str, config, out_dir: Path, mlflow_run_id: str | None = None) -> Backend:
+def make_backend(
+    name: str, config, out_dir: Path, mlflow_run_id: str | None = None, start_update: int = 0
+) -> Backend:
     from nnxrl import config as config_lib
 
     run_name = out_dir.name
@@ -33,6 +35,7 @@ def make_backend(name: str, config, out_dir: Path, mlflow_run_id: str | None = N
             config.logging.mlflow_experiment,
             run_name,
             run_id=mlflow_run_id,
+            start_update=start_update,
         )
     if name == "wandb":
         from nnxrl.logging.wandb_tracker import WandbBackend
@@ -53,9 +56,11 @@ def make_logger(
     extra: tuple[Backend, ...] = (),
     console: bool = True,
     mlflow_run_id: str | None = None,
+    start_update: int = 0,
 ) -> MetricLogger:
     """metrics.jsonl, then each configured backend that starts, then ``extra``.
-    ``mlflow_run_id`` continues that MLflow run (on resume)."""
+    On resume, ``mlflow_run_id`` is the MLflow run to continue and ``start_update``
+    the update the run starts from."""
     from nnxrl.logging.jsonl import JsonlBackend
 
     out_dir = Path(out_dir)
@@ -64,11 +69,11 @@ def make_logger(
         if name == "console" and not console:
             continue
         try:
-            backends.append(make_backend(name, config, out_dir, mlflow_run_id))
+            backends.append(make_backend(name, config, out_dir, mlflow_run_id, start_update))
         except Exception as e:
             print(
                 f"nnxrl: logging backend {name!r} could not start and is disabled "
-                f"(training and the other backends go on): {type(e).__name__}: {e}",
+                f"(training and the other backends go on): {brief(e)}",
                 file=sys.stderr,
                 flush=True,
             )

@@ -61,4 +61,5 @@ class ConsoleBackend:
 
     def close(self, status: str) -> None:
         if status != "finished":
-            print(f"training {status}", file=self.stream, flush=True)
+            said = {"killed": "training stopped"}.get(status, f"training {status}")
+            print(("\n" if self.live else "") + said, file=self.stream, flush=True)

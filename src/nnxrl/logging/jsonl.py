@@ -1,13 +1,43 @@
-"""JSON Lines backend (always on): ``metrics.jsonl`` holds one object per update per
-seed; ``metrics_aggregate.jsonl`` one per update with each metric's mean, std, min
-and max across seeds. Neither holds timings, so a repeated run writes the same bytes."""
+"""JSON Lines backend, the record of truth (always on): ``metrics.jsonl`` holds one
+object per update per seed; ``metrics_aggregate.jsonl`` one per update with each
+metric's mean, std, min and max across seeds. Neither holds timings, so a repeated
+run writes the same bytes.
+
+A failed write (disk full, I/O error) is undone (the file is cut back to its last
+whole line) and retried with back-off for up to ``retry_seconds``. If it still
+fails, the backend keeps every record it could not write in ``unwritten`` and sets
+``error``; the run loop then stops the run and stores those records in its last
+checkpoint, from which ``--resume`` writes them back.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
+import time
 from pathlib import Path
 
 from nnxrl.logging.records import LogBatch
+
+RECORD_FILES = ("metrics.jsonl", "metrics_aggregate.jsonl")
+
+
+def read_records(path: Path) -> list[dict]:
+    """The records of a JSONL file; a line that is not JSON is an error naming the
+    file and line (a run cut short mid-line is trimmed by --resume, not here)."""
+    records = []
+    if not path.exists():
+        return records
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise ValueError(
+                f"{path}, line {number}: not a complete JSON record (was the run killed "
+                "while writing it? `nnxrl train --resume` trims such a line)"
+            ) from None
+    return records
 
 
 def last_complete_update(path: Path, num_seeds: int) -> int:
@@ -31,7 +61,7 @@ def last_complete_update(path: Path, num_seeds: int) -> int:
 def truncate_after(out_dir: str | Path, update: int) -> None:
     """Drop records after ``update`` (and any cut-short line) from both files, so a
     resumed run appends exactly where its checkpoint left off."""
-    for name in ("metrics.jsonl", "metrics_aggregate.jsonl"):
+    for name in RECORD_FILES:
         path = Path(out_dir) / name
         if not path.exists():
             continue
@@ -49,22 +79,81 @@ def truncate_after(out_dir: str | Path, update: int) -> None:
 
 class JsonlBackend:
     name = "jsonl"
+    retry_seconds = 30.0  # how long a failed write is retried before the run is stopped
 
     def __init__(self, out_dir: str | Path):
-        self.records_path = Path(out_dir) / "metrics.jsonl"
-        self.aggregates_path = Path(out_dir) / "metrics_aggregate.jsonl"
-        self._records = self.records_path.open("a")
-        self._aggregates = self.aggregates_path.open("a")
+        self.paths = {name: Path(out_dir) / name for name in RECORD_FILES}
+        self.files: dict[str, int] = {}  # name -> file descriptor
+        self.error: OSError | None = None  # set when a write failed for good
+        self.unwritten: list[LogBatch] = []  # batches not (fully) written since then
+        self.recorded_through = 0  # the last update both files hold
 
     def open(self) -> None:
-        pass
+        pass  # files are opened at the first write: a failed start leaves none
 
     def write(self, batch: LogBatch) -> None:
-        self._records.writelines(json.dumps(r) + "\n" for r in batch.records)
-        self._aggregates.writelines(json.dumps(a) + "\n" for a in batch.aggregates)
-        self._records.flush()
-        self._aggregates.flush()
+        if self.error is None:
+            try:
+                self._append("metrics.jsonl", [json.dumps(r) for r in batch.records])
+                self._append("metrics_aggregate.jsonl", [json.dumps(a) for a in batch.aggregates])
+                self.recorded_through = batch.aggregates[-1]["update"]
+                return
+            except OSError as e:
+                self.error = e
+                print(
+                    f"nnxrl: {self.paths['metrics.jsonl'].parent}: the metrics files could "
+                    f"not be written for {self.retry_seconds:.0f} s ({e.strerror or e}); "
+                    "stopping the run",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        self.unwritten.append(batch)
+
+    def _append(self, name: str, lines: list[str]) -> None:
+        """Append whole lines or nothing, retrying with back-off."""
+        data = "".join(line + "\n" for line in lines).encode()
+        deadline, delay, warned = time.monotonic() + self.retry_seconds, 0.05, False
+        while True:
+            try:
+                return self._append_once(name, data)
+            except OSError as e:
+                if time.monotonic() + delay > deadline:
+                    raise
+                if not warned:
+                    warned = True
+                    print(
+                        f"nnxrl: writing {self.paths[name]} failed ({e.strerror or e}); "
+                        f"retrying for up to {self.retry_seconds:.0f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                time.sleep(delay)
+                delay = min(2 * delay, 2.0)
+
+    def _append_once(self, name: str, data: bytes) -> None:
+        if name not in self.files:
+            self.files[name] = os.open(self.paths[name], os.O_WRONLY | os.O_CREAT, 0o644)
+        fd = self.files[name]
+        start = os.lseek(fd, 0, os.SEEK_END)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            os.ftruncate(fd, start)  # cut back to the last whole line
+            raise
+
+    def unrecorded(self) -> dict:
+        """What ``unwritten`` holds, as the lines each file lacks, for a checkpoint."""
+        return {
+            "recorded_through": self.recorded_through,
+            "metrics.jsonl": [json.dumps(r) for b in self.unwritten for r in b.records],
+            "metrics_aggregate.jsonl": [
+                json.dumps(a) for b in self.unwritten for a in b.aggregates
+            ],
+        }
 
     def close(self, status: str) -> None:
-        self._records.close()
-        self._aggregates.close()
+        for fd in self.files.values():
+            os.close(fd)
+        self.files = {}

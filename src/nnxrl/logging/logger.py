@@ -48,11 +48,18 @@ def lower_priority() -> None:
         pass
 
 
+def brief(error: BaseException) -> str:
+    """An exception as one short line (database errors carry their whole SQL)."""
+    lines = str(error).strip().splitlines() or [""]
+    return f"{type(error).__name__}: {lines[0][:300]}"
+
+
 class _Worker:
     """One backend fed from its own queue by its own thread."""
 
-    def __init__(self, backend: Backend):
+    def __init__(self, backend: Backend, rest: bool = True):
         self.backend = backend
+        self.rest = rest  # keep to DUTY_CYCLE while training runs (not the record)
         self.failed = False
         self.draining = threading.Event()  # set at close: write the rest at full speed
         self.queue: queue.Queue = queue.Queue()
@@ -65,10 +72,13 @@ class _Worker:
         while (batch := self.queue.get()) is not _STOP:
             started = time.perf_counter()
             self._call("write", batch)
+            self.queue.task_done()
             # While training runs, stay in the background: rest so that writing takes at
             # most DUTY_CYCLE of this thread's time; what is left is written at close.
             busy = time.perf_counter() - started
-            self.draining.wait(busy * (1.0 / DUTY_CYCLE - 1.0))
+            if self.rest:
+                self.draining.wait(busy * (1.0 / DUTY_CYCLE - 1.0))
+        self.queue.task_done()
 
     def _call(self, method: str, *args: Any) -> None:
         if self.failed:
@@ -80,7 +90,7 @@ class _Worker:
             print(
                 f"nnxrl: logging backend {self.backend.name!r} failed in {method}() and is "
                 "disabled "
-                f"(training and the other backends go on): {type(e).__name__}: {e}",
+                f"(training and the other backends go on): {brief(e)}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -103,7 +113,9 @@ class MetricLogger:
     def __init__(self, backends: Sequence[Backend], batch_size: int, num_seeds: int):
         self.batch_size = batch_size
         self.num_seeds = num_seeds
-        self.workers = [_Worker(b) for b in backends]
+        # the record of truth (metrics.jsonl), whose failure stops the run
+        self.record = next((b for b in backends if b.name == "jsonl"), None)
+        self.workers = [_Worker(b, rest=b is not self.record) for b in backends]
         self._queue: queue.Queue = queue.Queue()
         self._dispatcher = threading.Thread(target=self._dispatch, name="nnxrl-logger", daemon=True)
         self._dispatcher.start()
@@ -127,17 +139,32 @@ class MetricLogger:
     def _dispatch(self) -> None:
         lower_priority()
         while (item := self._queue.get()) is not _STOP:
-            metrics, first_update, seconds, elapsed = item
-            records = chunk_to_records(metrics, first_update, self.batch_size)
-            steps = len(records) * self.batch_size
-            batch = LogBatch(
-                records=records,
-                aggregates=aggregate(records),
-                sps=steps / seconds if seconds > 0 else None,
-                elapsed=elapsed,
-            )
-            for worker in self.workers:
-                worker.queue.put(batch)
+            try:
+                metrics, first_update, seconds, elapsed = item
+                records = chunk_to_records(metrics, first_update, self.batch_size)
+                steps = len(records) * self.batch_size
+                batch = LogBatch(
+                    records=records,
+                    aggregates=aggregate(records),
+                    sps=steps / seconds if seconds > 0 else None,
+                    elapsed=elapsed,
+                )
+                for worker in self.workers:
+                    worker.queue.put(batch)
+            finally:
+                self._queue.task_done()
+        self._queue.task_done()
+
+    def wait_for_record(self) -> None:
+        """Block until metrics.jsonl holds every chunk handed over (or has failed)."""
+        self._queue.join()
+        for worker in self.workers:
+            if worker.backend is self.record:
+                worker.queue.join()
+
+    def record_error(self) -> OSError | None:
+        """Why metrics.jsonl could not be written (after retries), or None."""
+        return getattr(self.record, "error", None)
 
     def close(self, status: str = "finished") -> None:
         """Write everything handed over, then close each backend with ``status``."""

@@ -1,0 +1,187 @@
+"""A run's directory: where it goes, what may be written there, where a resume starts.
+
+A fresh run needs a directory that holds no run (no record in metrics.jsonl and no
+checkpoint); a failed start leaves neither, so the same ``--out`` works again. A
+resumed run starts from the newest checkpoint whose updates all reached
+metrics.jsonl (or ``step``), drops the records after it and appends from there; with
+no such checkpoint it starts again from update 0, which gives the same records,
+since a run is deterministic. Every destination is checked before anything is
+written, so bad input leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from nnxrl import checkpoint
+from nnxrl import config as config_lib
+from nnxrl.errors import NonFiniteError
+from nnxrl.logging.jsonl import RECORD_FILES, last_complete_update, truncate_after
+
+NONFINITE_FILE = "nonfinite.json"  # written when a NaN/inf stopped the run
+
+
+@dataclass(frozen=True)
+class StartPoint:
+    """Where a run starts: ``update`` 0 from the initial state, else from the
+    checkpoint of that update; ``mlflow_run_id`` the MLflow run to continue."""
+
+    update: int
+    mlflow_run_id: str | None
+
+
+def default_out_dir(config_path: str | Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{Path(config_path).stem}-{stamp}"
+
+
+def ensure_writable_dir(path: str | Path, what: str) -> Path:
+    """Create ``path`` if needed and check that files can be written in it; a
+    ConfigError naming ``what`` (e.g. '--out') otherwise."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise config_lib.ConfigError(
+            f"{what}: {path} is a file, not a directory; choose a directory"
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".nnxrl-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise config_lib.ConfigError(
+            f"{what}: cannot write to {path} ({e.strerror}); choose a writable directory"
+        ) from None
+    return path
+
+
+def ensure_writable_file(path: str | Path, what: str) -> Path:
+    """Check that ``path`` can be written (its folder exists and is writable) without
+    leaving anything behind; a ConfigError naming ``what`` (e.g. '--json') otherwise."""
+    path = Path(path)
+    if path.is_dir():
+        raise config_lib.ConfigError(f"{what}: {path} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise config_lib.ConfigError(
+            f"{what}: the folder {path.parent} does not exist; create it first "
+            f"(mkdir -p {path.parent}) or choose another path"
+        )
+    existed = path.exists()
+    try:
+        with path.open("ab"):
+            pass
+    except OSError as e:
+        raise config_lib.ConfigError(
+            f"{what}: cannot write {path} ({e.strerror}); choose a writable path"
+        ) from None
+    if not existed:
+        path.unlink()
+    return path
+
+
+def holds_run(out_dir: Path) -> bool:
+    """True when ``out_dir`` holds a run: a record in metrics.jsonl or a checkpoint."""
+    records = out_dir / "metrics.jsonl"
+    has_records = records.is_file() and records.stat().st_size > 0
+    return has_records or bool(checkpoint.available(out_dir))
+
+
+def prepare(
+    config: config_lib.Config, out_dir: Path, resume: bool, step: int | None = None
+) -> StartPoint:
+    """Check ``out_dir`` for a fresh run or find where a resumed one starts (see the
+    module docstring), trimming the record files to it."""
+    if not resume:
+        if holds_run(out_dir):
+            raise config_lib.ConfigError(
+                f"--out: {out_dir} already holds a run; continue it with "
+                f"`nnxrl train --resume {out_dir}` or choose another directory"
+            )
+        truncate_after(out_dir, 0)  # what a failed start may have left
+        return StartPoint(0, None)
+    saved = checkpoint.available(out_dir)
+    if step is not None and step not in saved:
+        raise checkpoint.CheckpointError(
+            f"--step: no checkpoint for update {step} in {checkpoint.checkpoint_dir(out_dir)}; "
+            f"available: {saved}"
+        )
+    newest = step if step is not None else (saved[-1] if saved else None)
+    rewritten = False  # records written back from the checkpoint
+    if newest is not None:
+        meta = checkpoint.load_meta(out_dir, newest)
+        _check_same_config(out_dir, meta["config"], config)
+        rewritten = restore_unrecorded(out_dir, meta)
+    else:
+        _check_same_config(out_dir, yaml.safe_load((out_dir / "config.yaml").read_text()), config)
+    logged = last_complete_update(out_dir / "metrics.jsonl", config.num_seeds)
+    usable = [u for u in saved if u <= logged and (step is None or u == step)]
+    if step is not None and not usable:
+        raise checkpoint.CheckpointError(
+            f"--step: the checkpoint for update {step} is newer than the last update "
+            f"fully written to {out_dir / 'metrics.jsonl'} ({logged}); choose one of "
+            f"{[u for u in saved if u <= logged]}"
+        )
+    update = usable[-1] if usable else 0
+    _refuse_nonfinite(out_dir, update)
+    if update >= config.num_updates and not rewritten:
+        raise config_lib.ConfigError(
+            f"--resume: the run in {out_dir} is already complete ({update} of "
+            f"{config.num_updates} updates); a resumed run continues the same run, it does "
+            "not extend it (total_env_steps sets the learning-rate schedule)"
+        )
+    truncate_after(out_dir, update)
+    run_id_file = out_dir / "mlflow_run_id"
+    run_id = run_id_file.read_text().strip() if run_id_file.exists() else None
+    return StartPoint(update, run_id or None)
+
+
+def _check_same_config(out_dir: Path, saved: dict, config: config_lib.Config) -> None:
+    differences = checkpoint.config_differences(saved, config_lib.to_dict(config))
+    if differences:
+        raise config_lib.ConfigError(
+            f"the run in {out_dir} was made with a different config; only logging.* and "
+            "checkpoint.* may change on resume. Differing keys: " + "; ".join(differences)
+        )
+
+
+def restore_unrecorded(out_dir: Path, meta: dict) -> bool:
+    """Write back the records a checkpoint holds because metrics.jsonl could not be
+    written when it was taken (``meta['unrecorded']``), so the files reach its update.
+    Returns whether there were any."""
+    held = meta.get("unrecorded")
+    if not held:
+        return False
+    truncate_after(out_dir, held["recorded_through"])
+    for name in RECORD_FILES:
+        with (out_dir / name).open("a") as f:
+            f.writelines(line + "\n" for line in held[name])
+    return True
+
+
+def mark_nonfinite(out_dir: Path, update: int, failure: str) -> None:
+    """Note that the run stopped on a NaN/inf after ``update`` (its last good state)."""
+    try:
+        (out_dir / NONFINITE_FILE).write_text(json.dumps({"update": update, "failure": failure}))
+    except OSError:  # the message on the console says it all the same
+        pass
+
+
+def _refuse_nonfinite(out_dir: Path, update: int) -> None:
+    """A run that stopped on a NaN/inf would meet it again: say so instead of resuming."""
+    marker = out_dir / NONFINITE_FILE
+    if not marker.exists():
+        return
+    noted = json.loads(marker.read_text())
+    if noted["update"] == update:
+        raise NonFiniteError(
+            f"the run in {out_dir} stopped because of {noted['failure']}. Resuming with the "
+            "same config meets them again (a run is deterministic); start a new run with a "
+            "changed config instead, e.g. a lower ppo.learning_rate or ppo.max_grad_norm "
+            f"(the last good state is the checkpoint at update {update})"
+        )

@@ -1,0 +1,192 @@
+"""The run loop: dispatch chunks of updates, hand their metrics to the logger,
+checkpoint, and stop; it returns an ``Outcome`` instead of raising.
+
+The host dispatches chunk k+1 before it waits for chunk k's metrics, so the device is
+never idle while the host hands metrics over. The last chunk is cut to the updates
+left (a resumed run may use another ``logging.updates_per_chunk``). A run ends:
+
+- ``finished``: every update done and checkpointed;
+- ``stopped``: a stop was requested (Ctrl-C, SIGTERM, ``stop_after``); every
+  completed update is logged and checkpointed;
+- ``nonfinite``: the guard found a NaN or inf; records stop before that update and the
+  last good state is checkpointed, marked so that ``--resume`` says why it stopped;
+- ``unrecorded``: metrics.jsonl could not be written even after retries; the
+  checkpoint holds the records it lacks, and ``--resume`` writes them back.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import jax
+import numpy as np
+
+from nnxrl import checkpoint, run_dir
+from nnxrl import config as config_lib
+from nnxrl.errors import StorageError
+from nnxrl.logging import MetricLogger
+from nnxrl.stop import StopRequest
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: Literal["finished", "stopped", "nonfinite", "unrecorded"]
+    update: int  # the update the state and the records reached
+    state: Any
+    seconds: float  # training time, without the final checkpoint
+    last_metrics: dict = field(default_factory=dict)  # the last logged chunk's metrics
+    message: str = ""
+
+
+@dataclass
+class Cadence:
+    """When to take a periodic checkpoint: each time the update count passes a
+    multiple of ``every_updates``, or else once ``every_minutes`` have gone by."""
+
+    every_updates: int | None
+    every_seconds: float
+    last_time: float = field(default_factory=time.perf_counter)
+
+    def due(self, previous: int, update: int) -> bool:
+        if self.every_updates is not None:
+            return update // self.every_updates > previous // self.every_updates
+        return time.perf_counter() - self.last_time >= self.every_seconds
+
+
+class RunLoop:
+    """Runs the chunks of one run from ``start_update`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: config_lib.Config,
+        programs: Any,
+        logger: MetricLogger,
+        out_dir: Path,
+        stop: StopRequest,
+        start_update: int,
+        stop_after: int | None = None,
+    ) -> None:
+        self.config, self.programs, self.logger = config, programs, logger
+        self.out_dir, self.stop, self.stop_after = out_dir, stop, stop_after
+        c = config.checkpoint
+        self.cadence = Cadence(c.every_updates, 60.0 * c.every_minutes)
+        self.start_update = start_update
+        # a resumed run's start is already checkpointed; update 0 needs none
+        self.saved_at: int = start_update
+        self.last: dict = {}
+        self.failure = ""  # set by hand_over when a chunk holds a non-finite value
+
+    def run(self, state: Any) -> Outcome:
+        config, upc = self.config, self.config.updates_per_chunk
+        jax.block_until_ready(state)
+        self.logger.start_clock()
+        started = time.perf_counter()
+        pending: deque = deque()  # (metrics, first update) dispatched, not handed over
+        update = self.start_update
+        while update < config.num_updates and not self.stop.requested:
+            count = min(upc, config.num_updates - update)
+            state, metrics = self.programs.chunk(count)(state, self.programs.hp)
+            pending.append((metrics, update + 1))
+            previous, update = update, update + count
+            save_now = self.config.checkpoint.enabled and self.cadence.due(previous, update)
+            # keep one chunk in flight while handing over, except before a checkpoint
+            good = self.hand_over(pending, keep=0 if save_now else 1)
+            if good is not None:
+                return self.stop_nonfinite(state, good, started)
+            if self.logger.record_error() is not None:
+                break
+            if save_now and update < config.num_updates:
+                self.save_periodic(state, update)
+            if self.stop_after is not None and update >= self.stop_after:
+                self.stop.request()
+        good = self.hand_over(pending, keep=0)
+        if good is not None:
+            return self.stop_nonfinite(state, good, started)
+        jax.block_until_ready(state)
+        seconds = time.perf_counter() - started
+        self.logger.wait_for_record()  # the last checkpoint waits for the record
+        if self.logger.record_error() is not None:
+            return self.stop_unrecorded(state, update, seconds)
+        self.save(state, update)
+        kind = "finished" if update >= config.num_updates else "stopped"
+        return Outcome(kind, update, state, seconds, self.last)
+
+    def hand_over(self, pending: deque, keep: int) -> int | None:
+        """Hand finished chunks to the logger until ``keep`` are left in flight. Returns
+        the last good update if a chunk holds a non-finite value, else None."""
+        while len(pending) > keep:
+            metrics, first = pending.popleft()
+            metrics = jax.device_get(metrics)
+            nonfinite = np.asarray(metrics.pop("nonfinite"))  # [S, L]
+            bad = np.flatnonzero(nonfinite.any(axis=0))
+            if bad.size == 0:
+                self.logger.log_chunk(metrics, first)
+                self.last = metrics
+                continue
+            j = int(bad[0])
+            if j > 0:
+                self.logger.log_chunk({k: v[:, :j] for k, v in metrics.items()}, first)
+            seeds = np.flatnonzero(nonfinite[:, j]).tolist()
+            names = sorted(
+                k for k, v in metrics.items() if not np.all(np.isfinite(np.asarray(v)[seeds, j]))
+            )
+            self.failure = (
+                f"non-finite values at update {first + j}, seed(s) {seeds}: "
+                f"{', '.join(names) or 'the parameters'}"
+            )
+            return first + j - 1
+        return None
+
+    def save(self, state: Any, update: int, **meta: Any) -> None:
+        """Checkpoint ``update`` unless it is already saved (StorageError if it cannot)."""
+        if not self.config.checkpoint.enabled or update == self.saved_at:
+            return
+        meta = {"config": config_lib.to_dict(self.config), **meta}
+        checkpoint.save(self.out_dir, update, state, meta, keep=self.config.checkpoint.keep)
+        self.saved_at, self.cadence.last_time = update, time.perf_counter()
+
+    def save_periodic(self, state: Any, update: int) -> None:
+        """A periodic checkpoint that cannot be written is reported and training goes
+        on (the next one, or the last, tries again; earlier ones are intact)."""
+        try:
+            self.save(state, update)
+        except StorageError as e:
+            print(f"nnxrl: {e}; training goes on", file=sys.stderr, flush=True)
+
+    def stop_nonfinite(self, state: Any, good: int, started: float) -> Outcome:
+        self.save(state, good)  # the guard kept every seed at its last good state
+        run_dir.mark_nonfinite(self.out_dir, good, self.failure)
+        seconds = time.perf_counter() - started
+        where = (
+            f"; the last good state is checkpointed at update {good}"
+            if self.config.checkpoint.enabled
+            else ""
+        )
+        return Outcome("nonfinite", good, state, seconds, self.last, self.failure + where)
+
+    def stop_unrecorded(self, state: Any, update: int, seconds: float) -> Outcome:
+        """metrics.jsonl failed for good: keep its missing records in a checkpoint."""
+        error = self.logger.record_error()
+        self.logger.close("failed")  # drain: every record handed over is now accounted for
+        held = self.logger.record.unrecorded()
+        reason = (
+            f"{self.out_dir / 'metrics.jsonl'} could not be written after retries "
+            f"({error.strerror or error}); it holds updates up to {held['recorded_through']}"
+        )
+        resume = f"free space, then `nnxrl train --resume {self.out_dir}`"
+        try:
+            self.save(state, update, unrecorded=held)
+        except StorageError as e:
+            raise StorageError(f"{reason}. {e}") from None
+        if not self.config.checkpoint.enabled:
+            raise StorageError(f"{reason}; checkpoints are off, so {resume} starts over")
+        message = (
+            f"{reason}. Training stopped at update {update}; its checkpoint keeps the "
+            f"records that could not be written. {resume} writes them back and continues"
+        )
+        return Outcome("unrecorded", update, state, seconds, self.last, message)
