@@ -170,8 +170,10 @@ def test_missing_and_damaged_checkpoints_are_clear_errors(small_run, tmp_path, c
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "config.yaml").write_text((small_run / "config.yaml").read_text())
-    assert main(["train", "--resume", str(empty)]) == 2
+    assert main(["eval", str(empty)]) == 2
     assert "no checkpoint in" in capsys.readouterr().err
+    assert main(["train", "--resume", str(empty), "--step", "4"]) == 2
+    assert "--step: no checkpoint for update 4" in capsys.readouterr().err
     damaged = tmp_path / "damaged"
     subprocess.run(["cp", "-r", str(small_run), str(damaged)], check=True)
     latest = checkpoint.latest(damaged)
