@@ -10,6 +10,7 @@ from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
 from nnxrl.envs.craftax_env import CRAFTAX_IDS, make_craftax_env
 from nnxrl.envs.episode_stats import with_episode_statistics
 from nnxrl.envs.gymnax_env import gymnax_ids, is_discrete, make_gymnax_env, split_kwargs
+from nnxrl.schema import ConfigError
 
 if TYPE_CHECKING:
     from nnxrl.config import EnvConfig
@@ -24,8 +25,6 @@ def known_env_ids() -> dict[str, list[str]]:
 
 def check_env_config(env: EnvConfig) -> None:
     """Raise ConfigError for an unknown id or an option the env's family lacks."""
-    from nnxrl.config import ConfigError
-
     families = known_env_ids()
     if env.id in families["craftax"]:
         if env.kwargs:

@@ -27,6 +27,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from nnxrl.schema import build_section
+
 
 class Experience(NamedTuple):
     """A rollout as an add-on sees it (time-major; T steps of B envs).
@@ -121,8 +123,6 @@ def known_addons() -> list[str]:
 
 def addon_options(name: str, options: dict) -> Any:
     """The add-on's options object from the config's ``intrinsic.options`` mapping."""
-    from nnxrl.config import build_section
-
     return build_section(_REGISTRY[name].options, options, "intrinsic.options.")
 
 

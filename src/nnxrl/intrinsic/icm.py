@@ -24,11 +24,11 @@ import jax
 import jax.numpy as jnp
 from flax import nnx, struct
 
-from nnxrl.config import setting
 from nnxrl.intrinsic.base import Addon, AddonContext, Experience, register
 from nnxrl.intrinsic.fit import fit, make_optimizer, masked_mean, update_networks
 from nnxrl.intrinsic.inverse_dynamics import EmbeddingOptions, InverseDynamics
 from nnxrl.networks.torso import MLP
+from nnxrl.schema import setting
 
 
 @dataclass(frozen=True)

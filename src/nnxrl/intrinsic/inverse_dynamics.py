@@ -18,9 +18,9 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nnxrl.config import setting
 from nnxrl.intrinsic.fit import masked_mean
 from nnxrl.networks.torso import MLP, ObservationMLP
+from nnxrl.schema import setting
 
 Activation = Literal["tanh", "relu", "gelu", "silu"]
 

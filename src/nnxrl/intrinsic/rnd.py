@@ -25,11 +25,11 @@ import jax
 import jax.numpy as jnp
 from flax import nnx, struct
 
-from nnxrl.config import setting
 from nnxrl.intrinsic.base import Addon, AddonContext, Experience, register
 from nnxrl.intrinsic.fit import fit, make_optimizer, masked_mean, update_networks
 from nnxrl.networks.torso import ObservationMLP
 from nnxrl.ops.running_moments import Moments, init_moments, standardize, update_moments
+from nnxrl.schema import setting
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,220 @@
+"""The config schema machinery: typed fields with docs and bounds, checked building
+of frozen dataclasses from plain data, safe YAML parsing, and errors that name the key.
+
+A leaf module (it imports nothing from nnxrl), so that the config classes, the env
+registry and the add-on registry can all declare and check their options with it
+without importing each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import field
+from typing import Any, Literal
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A configuration value is unknown, of the wrong type, out of range or inconsistent."""
+
+
+def setting(
+    default: Any,
+    doc: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    choices: tuple | None = None,
+) -> Any:
+    """A config field with its documentation, (optional) numeric bounds, and for list
+    fields the allowed items."""
+    meta = {"doc": doc, "low": low, "high": high, "low_open": low_open, "choices": choices}
+    if isinstance(default, (dict, list)):
+        factory = lambda d=default: type(d)(d)  # noqa: E731  (a fresh copy per config)
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def section(cls: type, doc: str) -> Any:
+    """A nested config section: a frozen dataclass with its defaults."""
+    return field(default_factory=cls, metadata={"doc": doc})
+
+
+def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) is Literal:
+        return " | ".join(repr(a) for a in typing.get_args(tp))
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        return " | ".join(_type_name(a) for a in typing.get_args(tp))
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(key: str, value: Any, tp: Any, meta: Mapping[str, Any]) -> Any:
+    """Check ``value`` against the annotation ``tp`` and the bounds in ``meta``."""
+    origin = typing.get_origin(tp)
+    if isinstance(tp, types.UnionType) or origin is typing.Union:
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(key, value, arg, meta)
+            except ConfigError as e:
+                errors.append(e)
+        raise errors[0]
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise ConfigError(f"{key}: {value!r} is not allowed; choose one of {list(allowed)}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not (
+            isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        ):
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        value = int(value)
+    elif tp is float:
+        if isinstance(value, str):  # YAML 1.1 reads 1e-3 (no dot) as a string
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: expected a number, got {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            raise ConfigError(f"{key}: {value!r} is not a finite number; give a finite value")
+    elif tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        return value
+    elif tp is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{key}: expected a mapping, got {value!r}")
+        return dict(value)
+    elif tp is list:
+        allowed = meta.get("choices") or ()
+        if not isinstance(value, (list, tuple)) or not all(v in allowed for v in value):
+            raise ConfigError(
+                f"{key}: {value!r} is not allowed; give a list of any of {list(allowed)}"
+            )
+        return list(dict.fromkeys(value))
+    elif tp is tuple:
+        if not isinstance(value, (list, tuple)) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value
+        ):
+            raise ConfigError(f"{key}: expected a list of positive integers, got {value!r}")
+        return tuple(value)
+    low, high = meta.get("low"), meta.get("high")
+    if low is not None and (value < low or (meta.get("low_open") and value == low)):
+        op = ">" if meta.get("low_open") else ">="
+        raise ConfigError(f"{key}: {value!r} is out of range; it must be {op} {low}")
+    if high is not None and value > high:
+        raise ConfigError(f"{key}: {value!r} is out of range; it must be <= {high}")
+    return value
+
+
+def build(cls: type, data: Mapping[str, Any], prefix: str = "") -> Any:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(str(key), list(fields), n=1)
+        hint = f"; did you mean {prefix}{close[0]!s}?" if close else ""
+        raise ConfigError(f"unknown key {prefix}{key}{hint} Known keys here: {sorted(fields)}")
+    kwargs = {}
+    for name, value in data.items():
+        tp = hints[name]
+        if dataclasses.is_dataclass(tp):
+            if not isinstance(value, Mapping):
+                example = next(f.name for f in dataclasses.fields(tp))
+                raise ConfigError(
+                    f"{prefix}{name} is a section (a mapping of keys), got {value!r}; set "
+                    f"keys inside it, e.g. {prefix}{name}.{example}=..."
+                )
+            kwargs[name] = build(tp, value, f"{prefix}{name}.")
+        else:
+            kwargs[name] = _coerce(f"{prefix}{name}", value, tp, fields[name].metadata)
+    return cls(**kwargs)
+
+
+def build_section(cls: type, data: Mapping[str, Any], prefix: str) -> Any:
+    """Build and check one config dataclass from plain data; errors name ``prefix``+key."""
+    return build(cls, data, prefix)
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error
+    (PyYAML would silently keep the last value)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                line = key_node.start_mark.line + 1
+                raise ConfigError(
+                    f"key {key!r} appears twice in one mapping (lines {seen[key]} and {line}); "
+                    "keep one"
+                )
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """YAML text -> plain data (safe: no tags that construct objects); errors name ``where``."""
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506  (a SafeLoader)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    except yaml.constructor.ConstructorError as e:
+        raise ConfigError(
+            f"{where}: YAML tags that construct objects are not allowed ({e.problem}); "
+            "give plain values (numbers, strings, lists, mappings)"
+        ) from None
+    except yaml.YAMLError as e:
+        detail = " ".join(str(e).split())
+        raise ConfigError(f"{where}: not valid YAML ({detail})") from None
+
+
+def to_dict(config: Any) -> dict:
+    """The resolved config as plain data (tuples become lists), e.g. for config.yaml."""
+    out = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if dataclasses.is_dataclass(value):
+            value = to_dict(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[f.name] = value
+    return out
+
+
+def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str]]:
+    """(key, default, doc) for every key, for documentation and ``--help``."""
+    rows = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            rows += describe(tp, f"{prefix}{f.name}.")
+        else:
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            rows.append((f"{prefix}{f.name}", repr(default), f.metadata["doc"]))
+    return rows

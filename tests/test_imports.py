@@ -1,0 +1,110 @@
+"""The package's import graph, read from the source with ``ast``, has no cycle: not at
+top level and not inside functions.
+
+An import of ``nnxrl.a.b`` also runs ``nnxrl/a/__init__.py``, so it counts as an edge
+to the package ``nnxrl.a`` too (the root package, the public API that imports
+everything, is left out of that rule). Imports under ``if TYPE_CHECKING:`` never run
+and are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).parents[1] / "src"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_type_checking_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def imported_names(tree: ast.AST) -> list[str]:
+    """Every module name imported anywhere in ``tree`` (``from m import x`` gives m
+    and m.x, the latter kept only if it is a module)."""
+    names: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if is_type_checking_block(node):
+            return
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+            names.extend(f"{node.module}.{alias.name}" for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return names
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = {module_name(p): p for p in (SRC / "nnxrl").rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        edges = set()
+        for target in imported_names(ast.parse(path.read_text())):
+            if target not in modules:
+                continue
+            edges.add(target)
+            parts = target.split(".")
+            edges.update(".".join(parts[:i]) for i in range(2, len(parts)))  # parents
+        edges.discard(name)
+        graph[name] = {e for e in edges if not name.startswith(e + ".")}  # own packages
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return found
+
+
+def test_the_graph_is_read_correctly():
+    graph = import_graph()
+    assert "nnxrl.schema" in graph["nnxrl.config"]
+    assert "nnxrl.envs" in graph["nnxrl.config"]  # a package import counts
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_package_has_no_import_cycle():
+    assert cycles(import_graph()) == []
+
+
+def test_the_schema_is_a_leaf():
+    assert not {m for m in import_graph()["nnxrl.schema"] if m.startswith("nnxrl")}
