@@ -15,7 +15,7 @@ import time
 import jax
 from craftax.craftax_env import make_craftax_env_from_name
 
-from nnxrl.train import YNN_DOT_ONLY
+from nnxrl.envs.craftax_env import YNN_DOT_ONLY
 
 
 def main() -> None:
@@ -38,7 +38,7 @@ def main() -> None:
     print(f"| {args.num_envs} worlds | XLA options | compile s | reset s |")
     print("|---|---|---:|---:|")
     for name, fn in variants.items():
-        for label, options in (("default", {}), ("YNN dot fusions only", YNN_DOT_ONLY)):
+        for label, options in (("default", {}), ("YNN dot fusions only", dict(YNN_DOT_ONLY))):
             t = time.perf_counter()
             compiled = jax.jit(fn).lower(keys).compile(options)
             compile_s = time.perf_counter() - t

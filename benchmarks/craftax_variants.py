@@ -25,7 +25,7 @@ use_all_cpu_cores()  # before JAX starts, as the CLI does
 import jax  # noqa: E402
 
 from nnxrl import config as C  # noqa: E402
-from nnxrl.train import compile_programs  # noqa: E402
+from nnxrl.programs import compile_programs  # noqa: E402
 
 VARIANTS = {  # name: (config, extra overrides)
     "PPO": ("configs/ppo-craftax-classic-symbolic.yaml", []),

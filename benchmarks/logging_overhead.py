@@ -22,7 +22,7 @@ use_all_cpu_cores()
 
 from nnxrl import config as C  # noqa: E402
 from nnxrl.logging.console import ConsoleBackend  # noqa: E402
-from nnxrl.train import run_training  # noqa: E402
+from nnxrl.training import run_training  # noqa: E402
 
 
 class SleepyBackend:

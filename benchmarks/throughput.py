@@ -27,7 +27,8 @@ import numpy as np  # noqa: E402
 
 from nnxrl import config as C  # noqa: E402
 from nnxrl.envs import make_env  # noqa: E402
-from nnxrl.train import compile_programs, compiler_options, run_training  # noqa: E402
+from nnxrl.programs import compile_programs, compiler_options  # noqa: E402
+from nnxrl.training import run_training  # noqa: E402
 
 NO_LOGGING = ["logging.backends=[]"]  # metrics.jsonl only: logging costs are in logging.py
 
@@ -46,7 +47,7 @@ def raw_env_sps(config: C.Config, num_steps: int, repeats: int = 3) -> float:
 
         return jax.lax.scan(body, state, jax.random.split(key, num_steps))[1].sum()
 
-    fn = jax.jit(rollout).lower(jax.random.key(0)).compile(compiler_options(config))
+    fn = jax.jit(rollout).lower(jax.random.key(0)).compile(compiler_options(env.spec))
     fn(jax.random.key(0)).block_until_ready()
     times = []
     for i in range(repeats):

@@ -23,7 +23,7 @@ from nnxrl.config import setting
 from nnxrl.intrinsic import register
 from nnxrl.intrinsic.base import Addon
 from nnxrl.policy import load_policy, policy_from_checkpoint
-from nnxrl.train import run_training
+from nnxrl.training import run_training
 
 ROOT = Path(__file__).parents[1]
 SMALL = [
@@ -203,7 +203,6 @@ def make_poison(options, context) -> Addon:
         return state.replace(rollouts=state.rollouts + 1), bonus, {}
 
     return Addon(
-        name="poison",
         init_params=lambda key: (),
         init=lambda key, params: PoisonState(rollouts=jnp.int32(0)),
         reward=reward,

@@ -7,7 +7,7 @@ CARTPOLE = "configs/ppo-cartpole.yaml"
 
 def test_shipped_configs_load():
     cfg = C.load(CARTPOLE)
-    assert cfg.batch_size == 512 and cfg.minibatch_size == 128 and cfg.num_updates == 976
+    assert cfg.batch_size == 512 and cfg.num_updates == 976
     craftax = C.load("configs/ppo-craftax-classic-symbolic.yaml")
     assert craftax.env.reset_ratio == 16 and craftax.network.width == 512
 

@@ -14,7 +14,7 @@ from cli_runs import TINY_CARTPOLE, TINY_CRAFTAX, train
 from flax import struct
 
 from nnxrl import config as config_lib
-from nnxrl.algos.ppo import compute_advantages, hyperparams_from
+from nnxrl.algos.ppo import gae_per_stream, hyperparams_from
 from nnxrl.cli import main
 from nnxrl.config import setting
 from nnxrl.intrinsic import AddonContext, Experience, make_addon, register
@@ -223,8 +223,8 @@ def test_non_episodic_intrinsic_gae_bootstraps_with_the_intrinsic_value_through_
         {"intrinsic": {"gamma": 0.9, "mode": "value_head"}, "ppo": {"gae_lambda": 0.8}}
     )
     hp = hyperparams_from(config)
-    adv, targets = compute_advantages(
-        trajectory, jnp.asarray(rewards), jnp.asarray(last_value), hp, episodic=(True, False)
+    adv, targets = gae_per_stream(
+        trajectory, jnp.asarray(rewards), jnp.asarray(last_value), hp, (True, False)
     )
     v_int = values[:, 0, 1]
     following = np.append(v_int[1:], last_value[0, 1])  # never the extrinsic value
@@ -244,8 +244,8 @@ def test_non_episodic_intrinsic_gae_bootstraps_with_the_intrinsic_value_through_
         expected_ext.append(a)
     np.testing.assert_allclose(adv[:, 0, 0], expected_ext[::-1], rtol=1e-5, atol=1e-5)
     # an episodic intrinsic stream does cut at the ends
-    episodic, _ = compute_advantages(
-        trajectory, jnp.asarray(rewards), jnp.asarray(last_value), hp, episodic=(True, True)
+    episodic, _ = gae_per_stream(
+        trajectory, jnp.asarray(rewards), jnp.asarray(last_value), hp, (True, True)
     )
     assert not np.allclose(episodic[:, 0, 1], adv[:, 0, 1])
 
@@ -284,7 +284,6 @@ def make_count_addon(options: CountOptions, ctx: AddonContext) -> Addon:
         return state.replace(rollouts=state.rollouts + 1), {}
 
     return Addon(
-        name="count",
         init_params=lambda key: (),
         init=lambda key, params: CountState(rollouts=jnp.int32(0)),
         reward=reward,

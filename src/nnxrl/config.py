@@ -125,6 +125,11 @@ class IntrinsicConfig:
         {}, "The add-on's own settings (see its options class); unknown keys are rejected."
     )
 
+    @property
+    def num_reward_streams(self) -> int:
+        """K: 2 when the intrinsic reward has its own value head, else 1."""
+        return 2 if self.mode == "value_head" else 1
+
 
 BACKENDS = ("console", "mlflow", "wandb")
 MAX_SEED = 2**32 - 1  # jax.random.key keeps 32 bits: key(2**32) == key(0)
@@ -199,10 +204,6 @@ class Config:
     def batch_size(self) -> int:
         """Transitions per update per seed: num_envs * num_steps."""
         return self.env.num_envs * self.ppo.num_steps
-
-    @property
-    def minibatch_size(self) -> int:
-        return self.batch_size // self.ppo.num_minibatches
 
     @property
     def num_updates(self) -> int:

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from nnxrl.envs import make_env
+from nnxrl.envs import env_spec, make_env
 from nnxrl.policy import Policy
 
 
@@ -25,7 +25,7 @@ def play_first_episodes(
 ) -> dict[str, np.ndarray]:
     """Per seed and env: the first episode's return [S, N], length [S, N] and
     achievements [S, N, A] (Craftax)."""
-    env = make_env(dataclasses.replace(policy.config.env, num_envs=num_episodes, reset_ratio=1))
+    env = make_env(dataclasses.replace(policy.env, num_envs=num_episodes, reset_ratio=1))
     names = env.spec.achievement_names
 
     def one_seed(params, key):
@@ -87,8 +87,7 @@ def play_first_episodes(
 
 
 def achievement_names(policy: Policy) -> tuple[str, ...]:
-    env = make_env(dataclasses.replace(policy.config.env, num_envs=1, reset_ratio=1))
-    return env.spec.achievement_names
+    return env_spec(policy.env).achievement_names
 
 
 def summarize_episodes(

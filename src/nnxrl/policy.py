@@ -2,14 +2,15 @@
 
 ``RUN_DIR/policy/`` holds ``policy.yaml`` (the env and network config, the number
 of value outputs and seeds) and ``params/`` (every seed's network parameters,
-stacked, written by Orbax: no pickle). ``load_policy`` rebuilds the network without
-any training state, so others can evaluate or render an agent from this folder
-alone; a run's checkpoints give the same through ``policy_from_checkpoint``.
+stacked, written by Orbax under their paths in the network: no pickle).
+``load_policy`` rebuilds the network from the network config and the env's spec,
+without any training config or state, so others can evaluate, render or act with an
+agent from this folder alone; a run's checkpoints give the same through
+``policy_from_checkpoint``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,43 +22,89 @@ import yaml
 from flax import nnx
 
 from nnxrl import config as config_lib
+from nnxrl import schema
+from nnxrl.config import EnvConfig, NetworkConfig
+from nnxrl.envs import check_env_config, env_spec
+from nnxrl.networks import build_network
 
 
 @dataclass
 class Policy:
-    """Everything needed to act: the config it was trained with and its parameters."""
+    """Everything needed to act: the env and network it was trained with and every
+    seed's parameters."""
 
-    config: config_lib.Config  # env and network sections are the ones that matter
+    env: EnvConfig
+    network: NetworkConfig
+    num_values: int  # critic outputs (reward streams)
     graphdef: Any
     params: Any  # nnx.State with a leading seed axis [S, ...]
     num_seeds: int
 
-    def network(self, seed: int):
-        """The network of one seed, as an NNX module."""
-        return nnx.merge(self.graphdef, jax.tree.map(lambda x: x[seed], self.params))
+    def act(
+        self,
+        obs: jax.Array,
+        key: jax.Array,
+        *,
+        seed: int = 0,
+        greedy: bool = False,
+        hidden: jax.Array | None = None,
+        start: jax.Array | None = None,
+    ) -> tuple[jax.Array, jax.Array]:
+        """Actions [B] for observations [B, *obs_shape] with seed ``seed``'s network,
+        sampled (or the most likely with ``greedy``). Returns (actions, hidden): a
+        recurrent policy carries ``hidden`` from call to call (None: a fresh one) and
+        ``start`` [B] marks observations that begin an episode."""
+        model = nnx.merge(self.graphdef, jax.tree.map(lambda x: x[seed], self.params))
+        obs = jnp.asarray(obs, jnp.float32)
+        batch = obs.shape[0]
+        if hidden is None:
+            hidden = model.initial_hidden(batch)
+        if start is None:
+            start = jnp.zeros(batch, bool)
+        hidden, dist, _ = model.step(hidden, obs, start)
+        return (dist.mode() if greedy else dist.sample(key)), hidden
 
 
-def _network_template(config: config_lib.Config):
-    from nnxrl.algos.ppo import build_network
-    from nnxrl.envs import make_env
+def policy_of(config: config_lib.Config, params: Any) -> Policy:
+    """The policy of a run of ``config`` whose network parameters are ``params``."""
+    num_values = config.intrinsic.num_reward_streams
+    graphdef, _ = _network_template(config.env, config.network, num_values)
+    return Policy(config.env, config.network, num_values, graphdef, params, config.num_seeds)
 
-    env = make_env(dataclasses.replace(config.env, num_envs=1, reset_ratio=1))
-    return nnx.split(build_network(config, env, jax.random.key(0)))
+
+def _network_template(env: EnvConfig, network: NetworkConfig, num_values: int):
+    model = build_network(network, env_spec(env), num_values, jax.random.key(0))
+    return nnx.split(model)
 
 
-def save_policy(directory: str | Path, config: config_lib.Config, params: Any) -> Path:
-    """Write the policy (params with a leading seed axis) to ``directory``."""
+def param_paths(params: Any) -> list[tuple[str, Any]]:
+    """(path, leaf) for every parameter, the path as its keys joined by dots."""
+    flat, _ = jax.tree_util.tree_flatten_with_path(params)
+    return [(".".join(_key_name(k) for k in path), leaf) for path, leaf in flat]
+
+
+def _key_name(key: Any) -> str:
+    for attr in ("key", "name", "idx"):
+        if hasattr(key, attr):
+            return str(getattr(key, attr))
+    return str(key)
+
+
+def save_policy(directory: str | Path, policy: Policy) -> Path:
+    """Write ``policy`` to ``directory`` (see the module docstring)."""
     import orbax.checkpoint as ocp
 
     directory = Path(directory).resolve()
-    data = config_lib.to_dict(config)
-    spec = {k: data[k] for k in ("env", "network", "intrinsic", "num_seeds", "seed")}
-    leaves = {
-        f"leaf_{i:05d}": np.asarray(x)
-        for i, x in enumerate(jax.tree.leaves(jax.device_get(params)))
+    spec = {
+        "env": schema.to_dict(policy.env),
+        "network": schema.to_dict(policy.network),
+        "num_values": policy.num_values,
+        "num_seeds": policy.num_seeds,
     }
+    params = policy.params
+    arrays = {path: np.asarray(x) for path, x in param_paths(jax.device_get(params))}
     with ocp.StandardCheckpointer() as checkpointer:
-        checkpointer.save(directory / "params", leaves, force=True)
+        checkpointer.save(directory / "params", arrays, force=True)
     (directory / "policy.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return directory
 
@@ -70,21 +117,16 @@ def load_policy(directory: str | Path) -> Policy:
     spec_file = directory / "policy.yaml"
     if not spec_file.is_file():
         raise FileNotFoundError(f"{directory} is not a saved policy: it has no policy.yaml")
-    spec = yaml.safe_load(spec_file.read_text())
-    config = config_lib.from_dict(
-        {
-            **spec,
-            "total_env_steps": spec["env"]["num_envs"],
-            "ppo": {"num_steps": 1, "num_minibatches": 1},
-        }
-    )
-    graphdef, template = _network_template(config)
+    spec = schema.parse_yaml(spec_file.read_text(), str(spec_file))
+    env = schema.build(EnvConfig, spec["env"], "env.")
+    network = schema.build(NetworkConfig, spec["network"], "network.")
+    check_env_config(env)
+    num_values = int(spec.get("num_values", 1))
+    graphdef, template = _network_template(env, network, num_values)
     with ocp.StandardCheckpointer() as checkpointer:
-        items = checkpointer.restore(directory / "params")
-    flat, treedef = jax.tree.flatten(template)
-    leaves = [jnp.asarray(items[f"leaf_{i:05d}"]) for i in range(len(flat))]
-    params = jax.tree.unflatten(treedef, leaves)
-    return Policy(config, graphdef, params, int(spec["num_seeds"]))
+        arrays = checkpointer.restore(directory / "params")
+    params = _fill(template, lambda path: arrays.get(path), str(directory / "params"))
+    return Policy(env, network, num_values, graphdef, params, int(spec["num_seeds"]))
 
 
 def policy_from_checkpoint(run_dir: str | Path, update: int | None = None) -> Policy:
@@ -93,13 +135,40 @@ def policy_from_checkpoint(run_dir: str | Path, update: int | None = None) -> Po
 
     meta = checkpoint.load_meta(run_dir, update)
     config = config_lib.from_dict(meta["config"])
-    graphdef, template = _network_template(config)
+    num_values = config.intrinsic.num_reward_streams
+    graphdef, template = _network_template(config.env, config.network, num_values)
     items, meta = checkpoint.read_items(run_dir, meta["update"], with_state=True)
-    # the RunState's first leaves are its params (RunState field order)
-    n = len(jax.tree.leaves(template))
-    flat, treedef = jax.tree.flatten(template)
-    leaves = [jnp.asarray(items[f"leaf_{i:05d}"]) for i in range(n)]
-    for want, got, path in zip(flat, leaves, meta["paths"][:n], strict=True):
-        if got.shape[1:] != want.shape or not path.startswith(".params"):
-            raise checkpoint.CheckpointError(f"{meta['where']}: {path} does not match the network")
-    return Policy(config, graphdef, jax.tree.unflatten(treedef, leaves), config.num_seeds)
+    by_path = {path: f"leaf_{i:05d}" for i, path in enumerate(meta["paths"])}
+    wanted = {d: by_path.get(".params" + k) for d, k in _checkpoint_paths(template).items()}
+
+    def lookup(path: str) -> Any:
+        name = wanted.get(path)
+        return None if name is None else items.get(name)
+
+    params = _fill(template, lookup, meta["where"])
+    return Policy(config.env, config.network, num_values, graphdef, params, config.num_seeds)
+
+
+def _checkpoint_paths(template: Any) -> dict[str, str]:
+    """Dotted path -> the path as checkpoints record it (``jax.tree_util.keystr``)."""
+    flat, _ = jax.tree_util.tree_flatten_with_path(template)
+    dotted = [p for p, _ in param_paths(template)]
+    return {d: jax.tree_util.keystr(path) for d, (path, _) in zip(dotted, flat, strict=True)}
+
+
+def _fill(template: Any, lookup: Any, where: str) -> Any:
+    """The template's leaves replaced by the saved arrays of the same path (each with a
+    leading seed axis); a missing or misshapen one is an error naming the path."""
+    from nnxrl.checkpoint import CheckpointError
+
+    leaves = []
+    for path, want in param_paths(template):
+        got = lookup(path)
+        if got is None or tuple(np.shape(got))[1:] != tuple(want.shape):
+            found = "missing" if got is None else f"shaped {list(np.shape(got))}"
+            raise CheckpointError(
+                f"{where}: the parameter {path} is {found}, but the network needs "
+                f"[seeds, *{list(want.shape)}]: it was saved for another network"
+            )
+        leaves.append(jnp.asarray(got))
+    return jax.tree.unflatten(jax.tree.structure(template), leaves)

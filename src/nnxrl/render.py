@@ -79,8 +79,8 @@ def render_episode(
 
     if not 0 <= seed < policy.num_seeds:
         raise ValueError(f"--seed: {seed} is not one of the run's seeds 0..{policy.num_seeds - 1}")
-    draw = frame_renderer(policy.config.env.id)
-    env = make_env(dataclasses.replace(policy.config.env, num_envs=1, reset_ratio=1))
+    draw = frame_renderer(policy.env.id)
+    env = make_env(dataclasses.replace(policy.env, num_envs=1, reset_ratio=1))
     model = nnx.merge(policy.graphdef, jax.tree.map(lambda x: x[seed], policy.params))
 
     @jax.jit

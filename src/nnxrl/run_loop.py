@@ -66,7 +66,7 @@ class RunLoop:
         config: config_lib.Config,
         programs: Any,
         logger: MetricLogger,
-        out_dir: Path,
+        out_dir: Path | None,  # None: nothing is written (checkpoints must be off)
         stop: StopRequest,
         start_update: int,
         stop_after: int | None = None,
@@ -160,7 +160,8 @@ class RunLoop:
 
     def stop_nonfinite(self, state: Any, good: int, started: float) -> Outcome:
         self.save(state, good)  # the guard kept every seed at its last good state
-        run_dir.mark_nonfinite(self.out_dir, good, self.failure)
+        if self.out_dir is not None:
+            run_dir.mark_nonfinite(self.out_dir, good, self.failure)
         seconds = time.perf_counter() - started
         where = (
             f"; the last good state is checkpointed at update {good}"

@@ -50,17 +50,18 @@ class Transition(NamedTuple):
 
 
 class Batch(NamedTuple):
-    """What the update trains on: [T, B, ...], flattened to [N, ...] for a feed-forward
-    network; a recurrent one trains on whole env sequences."""
+    """What the update trains on. Leading axes ``[*L]``: ``[T, B]`` for a recurrent
+    network (whole env sequences) or ``[N]``, N = T * B, for a feed-forward one (the
+    rollout flattened); minibatches keep the same layout."""
 
-    obs: jax.Array
-    hidden: jax.Array  # [..., H]
-    start: jax.Array
-    action: jax.Array
-    log_prob: jax.Array
-    value: jax.Array  # [N, K]
-    advantage: jax.Array  # [N]: the streams' advantages, weighted and summed
-    target: jax.Array  # [N, K]
+    obs: jax.Array  # [*L, *obs_shape]
+    hidden: jax.Array  # [*L, H]
+    start: jax.Array  # [*L] bool
+    action: jax.Array  # [*L]
+    log_prob: jax.Array  # [*L]
+    value: jax.Array  # [*L, K]
+    advantage: jax.Array  # [*L]: the streams' advantages, weighted and summed
+    target: jax.Array  # [*L, K]
 
 
 @struct.dataclass

@@ -1,12 +1,14 @@
 """Proximal policy optimisation (Schulman et al. 2017) over batched envs.
 
-One update = ``collect_rollout`` (T steps of B envs) -> the intrinsic add-on's
-``reward`` and ``update`` -> ``combine_rewards`` into K reward streams ->
-``compute_advantages`` (GAE per stream) -> ``num_epochs`` x ``update_epoch``
-(shuffle, then ``update_minibatch`` per minibatch) -> ``summarize`` (fixed-shape
-metrics). ``make_ppo`` binds the configuration with ``functools.partial`` and
-returns pure functions, ``init`` and ``update``; the caller scans ``update`` into
-chunks (``nnxrl.chunk``) and jits (and vmaps over seeds) only those.
+The file reads in execution order. ``train_update`` is one iteration and calls its
+phases by name: ``collect_rollout`` (T steps of B envs) -> the intrinsic add-on's
+``reward`` and ``update`` -> ``compute_advantages`` (K reward streams, GAE per
+stream) -> ``update_epochs`` (``num_epochs`` x ``update_epoch``: shuffle, then
+``update_minibatch`` per minibatch, minimising ``ppo_loss``) -> ``summarize``
+(fixed-shape metrics). Every setting that is not traced lives in one frozen
+``PPOStatic``, bound once with ``functools.partial`` by ``make_ppo`` at the end of
+the file; the traced coefficients arrive as ``Hyperparams``. The caller scans
+``update`` into chunks (``nnxrl.chunk``) and jits (and vmaps over seeds) only those.
 
 Reward streams: with ``intrinsic.mode: reward`` there is one, r + c * b; with
 ``value_head`` there are two, r and c * b, each with its own critic output,
@@ -26,6 +28,7 @@ stored at the start of the rollout.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -37,11 +40,36 @@ from flax import nnx
 from nnxrl.config import Config
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon, Experience, NoOptions, no_bonus
-from nnxrl.networks import ActorCritic, RecurrentActorCritic
+from nnxrl.networks import build_network
 from nnxrl.ops.gae import continuing_gae, episodic_gae
 from nnxrl.ops.losses import normalize, policy_loss, value_loss
 from nnxrl.ops.minibatch import flatten_time, shuffle_env_sequences, shuffle_into_minibatches
 from nnxrl.types import Batch, Hyperparams, RunState, Transition, UpdateState
+
+
+@dataclass(frozen=True)
+class PPOStatic:
+    """Everything PPO's phases need that is fixed for a run (shapes, counts, flags,
+    the env, the network's structure, the add-on, the optimiser)."""
+
+    env: VecEnv
+    graphdef: Any  # the network's structure; params travel in the RunState
+    addon: Addon
+    tx: optax.GradientTransformation  # the Adam direction
+    lr_schedule: Callable[[jax.Array], jax.Array]  # optimiser step -> step-size multiplier
+    num_steps: int  # T: rollout length
+    num_epochs: int
+    num_minibatches: int
+    num_streams: int  # K: 1, or 2 with an intrinsic value head
+    episodic: tuple[bool, ...]  # per stream: cut returns at episode ends
+    sequences: bool  # recurrent: minibatches of whole env sequences
+    clip_value: bool
+    advantage_normalization: str  # 'minibatch', 'batch' or 'none'
+    achievement_names: tuple[str, ...]
+
+    @property
+    def steps_per_update(self) -> int:
+        return self.num_epochs * self.num_minibatches
 
 
 class PPO(NamedTuple):
@@ -53,100 +81,39 @@ class PPO(NamedTuple):
     graphdef: Any  # the network's structure, for rebuilding it from params
 
 
-def hyperparams_from(config: Config) -> Hyperparams:
-    p, i = config.ppo, config.intrinsic
-    return Hyperparams(
-        *(
-            jnp.float32(v)
-            for v in (
-                p.learning_rate,
-                p.ent_coef,
-                p.vf_coef,
-                p.clip_eps,
-                p.value_clip_eps,
-                p.gamma,
-                p.gae_lambda,
-                p.max_grad_norm,
-                i.reward_coef,
-                i.gamma,
-                i.extrinsic_adv_coef,
-                i.intrinsic_adv_coef,
-            )
-        )
-    )
-
-
-def build_network(
-    config: Config, env: VecEnv, key: jax.Array
-) -> ActorCritic | RecurrentActorCritic:
-    n = config.network
-    network = RecurrentActorCritic if n.kind == "gru" else ActorCritic
-    return network(
-        env.spec.obs_shape,
-        env.spec.num_actions,
-        n.num_layers,
-        n.width,
-        n.activation,
-        n.conv_features,
-        rngs=nnx.Rngs(params=key),
-        num_values=num_reward_streams(config),
-    )
-
-
-def num_reward_streams(config: Config) -> int:
-    """K: 2 when the intrinsic reward has its own value head, else 1."""
-    return 2 if config.intrinsic.mode == "value_head" else 1
-
-
-# --------------------------------------------------------------------------------------
-# Phases
-# --------------------------------------------------------------------------------------
-
-
-def init_params(key: jax.Array, *, make_network: Callable, addon: Addon) -> Any:
-    """(network params, add-on params) for ``key``, built eagerly, outside jit."""
-    network = nnx.state(make_network(jax.random.fold_in(key, 0)))
-    return network, addon.init_params(jax.random.fold_in(key, 2))
-
-
-def init(
-    key: jax.Array,
-    params: Any,
-    *,
-    env: VecEnv,
-    tx: optax.GradientTransformation,
-    addon: Addon,
-    hidden: jax.Array,
-) -> RunState:
-    """The run state before the first update, around freshly initialised params."""
-    network_params, addon_params = params
-    env_key, addon_key, key = jax.random.split(jax.random.fold_in(key, 1), 3)
-    obs, env_state = env.reset(env_key)
-    return RunState(
-        params=network_params,
-        opt_state=tx.init(network_params),
-        env_state=env_state,
-        obs=obs,
-        hidden=hidden,
-        start=jnp.ones(env.num_envs, bool),
+def train_update(run_state: RunState, hp: Hyperparams, *, s: PPOStatic) -> tuple[RunState, dict]:
+    """One PPO iteration: collect, let the add-on score and learn from the rollout,
+    estimate advantages, optimise, summarise."""
+    run_state, trajectory, last_value = collect_rollout(run_state, s)
+    key, addon_key, epoch_key = jax.random.split(run_state.key, 3)
+    experience = to_experience(trajectory, run_state.obs)
+    addon_state, bonus, reward_metrics = s.addon.reward(run_state.addon, experience)
+    addon_state, update_metrics = s.addon.update(addon_state, experience, addon_key)
+    advantages, targets = compute_advantages(trajectory, bonus, last_value, hp, s)
+    batch = make_batch(trajectory, advantages, targets, s)
+    update_state, loss_metrics = update_epochs(run_state, batch, epoch_key, hp, s)
+    run_state = run_state.replace(
+        params=update_state.params,
+        opt_state=update_state.opt_state,
         key=key,
-        update=jnp.int32(0),
-        addon=addon.init(addon_key, addon_params),
+        update=run_state.update + 1,
+        addon=addon_state,
     )
+    addon_metrics = {**reward_metrics, **update_metrics}
+    metrics = summarize(trajectory, batch, bonus, loss_metrics, addon_metrics, s)
+    return run_state, metrics
 
 
-def collect_rollout(
-    run_state: RunState, *, env: VecEnv, graphdef: Any, num_steps: int
-) -> tuple[RunState, Transition, jax.Array]:
-    """Act for num_steps in every env. Returns the advanced state, the Transitions
+def collect_rollout(run_state: RunState, s: PPOStatic) -> tuple[RunState, Transition, jax.Array]:
+    """Act for T steps in every env. Returns the advanced state, the Transitions
     [T, B] and V(obs) [B, K] for the observation after the last step."""
-    model = nnx.merge(graphdef, run_state.params)
+    model = nnx.merge(s.graphdef, run_state.params)
 
     def env_step(state: RunState, _: Any) -> tuple[RunState, Transition]:
         key, action_key, step_key = jax.random.split(state.key, 3)
         hidden, dist, value = model.step(state.hidden, state.obs, state.start)
         action = dist.sample(action_key)
-        env_state, out = env.step(step_key, state.env_state, action)
+        env_state, out = s.env.step(step_key, state.env_state, action)
         # V(final obs) continues the same episode: one more step from the new hidden
         _, _, final_value = model.step(hidden, out.final_obs, jnp.zeros_like(state.start))
         transition = Transition(
@@ -166,7 +133,7 @@ def collect_rollout(
         state = state.replace(obs=out.obs, hidden=hidden, start=start, env_state=env_state, key=key)
         return state, transition
 
-    run_state, trajectory = jax.lax.scan(env_step, run_state, length=num_steps)
+    run_state, trajectory = jax.lax.scan(env_step, run_state, length=s.num_steps)
     _, _, last_value = model.step(run_state.hidden, run_state.obs, run_state.start)
     return run_state, trajectory, last_value
 
@@ -180,6 +147,24 @@ def to_experience(trajectory: Transition, last_obs: jax.Array) -> Experience:
     )
 
 
+def compute_advantages(
+    trajectory: Transition,
+    bonus: jax.Array,
+    last_value: jax.Array,
+    hp: Hyperparams,
+    s: PPOStatic,
+) -> tuple[jax.Array, jax.Array]:
+    """Advantages [T, B] the policy follows and value targets [T, B, K]: GAE per reward
+    stream (``combine_rewards``), the streams' advantages weighted and summed
+    (``weigh_advantages``), normalised over the batch if so configured."""
+    rewards = combine_rewards(trajectory.reward, bonus, hp, num_streams=s.num_streams)
+    stream_advantages, targets = gae_per_stream(trajectory, rewards, last_value, hp, s.episodic)
+    advantages = weigh_advantages(stream_advantages, hp)
+    if s.advantage_normalization == "batch":
+        advantages = normalize(advantages)
+    return advantages, targets
+
+
 def combine_rewards(
     extrinsic: jax.Array, bonus: jax.Array, hp: Hyperparams, *, num_streams: int
 ) -> jax.Array:
@@ -190,12 +175,11 @@ def combine_rewards(
     return jnp.stack([extrinsic, scaled], axis=-1)
 
 
-def compute_advantages(
+def gae_per_stream(
     trajectory: Transition,
     rewards: jax.Array,
     last_value: jax.Array,
     hp: Hyperparams,
-    *,
     episodic: tuple[bool, ...],
 ) -> tuple[jax.Array, jax.Array]:
     """GAE per reward stream: rewards [T, B, K], last_value [B, K] -> advantages and
@@ -223,24 +207,82 @@ def weigh_advantages(advantages: jax.Array, hp: Hyperparams) -> jax.Array:
     return hp.extrinsic_adv_coef * advantages[..., 0] + hp.intrinsic_adv_coef * advantages[..., 1]
 
 
+def make_batch(
+    trajectory: Transition, advantages: jax.Array, targets: jax.Array, s: PPOStatic
+) -> Batch:
+    """What the update trains on: [T, B, ...] for a recurrent network (whole env
+    sequences), else flattened to [T * B, ...]."""
+    batch = Batch(
+        obs=trajectory.obs,
+        hidden=trajectory.hidden,
+        start=trajectory.start,
+        action=trajectory.action,
+        log_prob=trajectory.log_prob,
+        value=trajectory.value,
+        advantage=advantages,
+        target=targets,
+    )
+    return batch if s.sequences else flatten_time(batch)
+
+
+def update_epochs(
+    run_state: RunState, batch: Batch, key: jax.Array, hp: Hyperparams, s: PPOStatic
+) -> tuple[UpdateState, dict]:
+    """num_epochs passes over the batch; metrics [E, M] per loss term."""
+    start = UpdateState(
+        run_state.params, run_state.opt_state, run_state.update * s.steps_per_update
+    )
+
+    def epoch(carry: tuple[UpdateState, jax.Array], _: Any):
+        return update_epoch(carry, batch, hp, s)
+
+    (state, _), metrics = jax.lax.scan(epoch, (start, key), length=s.num_epochs)
+    return state, metrics
+
+
+def update_epoch(
+    carry: tuple[UpdateState, jax.Array], batch: Batch, hp: Hyperparams, s: PPOStatic
+) -> tuple[tuple[UpdateState, jax.Array], dict]:
+    """Reshuffle the batch, then one optimiser step per minibatch."""
+    state, key = carry
+    key, shuffle_key = jax.random.split(key)
+    shuffle = shuffle_env_sequences if s.sequences else shuffle_into_minibatches
+    minibatches = shuffle(shuffle_key, batch, num_minibatches=s.num_minibatches)
+
+    def step(state: UpdateState, minibatch: Batch):
+        return update_minibatch(state, minibatch, hp, s)
+
+    state, metrics = jax.lax.scan(step, state, minibatches)
+    return (state, key), metrics
+
+
+def update_minibatch(
+    state: UpdateState, minibatch: Batch, hp: Hyperparams, s: PPOStatic
+) -> tuple[UpdateState, dict]:
+    """One optimiser step: clip the gradient's global norm, Adam, scaled step size."""
+    grads, metrics = jax.grad(ppo_loss, has_aux=True)(state.params, minibatch, hp, s)
+    grads, grad_norm = clip_by_global_norm(grads, hp.max_grad_norm)
+    direction, opt_state = s.tx.update(grads, state.opt_state, state.params)
+    lr = hp.learning_rate * s.lr_schedule(state.opt_step)
+    params = jax.tree.map(lambda p, d: p - lr * d, state.params, direction)
+    metrics = {**metrics, "stats/grad_norm": grad_norm, "stats/learning_rate": lr}
+    return UpdateState(params, opt_state, state.opt_step + 1), metrics
+
+
 def ppo_loss(
-    params: Any,
-    minibatch: Batch,
-    hp: Hyperparams,
-    *,
-    graphdef: Any,
-    clip_value: bool,
-    normalize_minibatch: bool,
+    params: Any, minibatch: Batch, hp: Hyperparams, s: PPOStatic
 ) -> tuple[jax.Array, dict]:
     """L = L_policy + c_v L_value - c_e H on one minibatch; returns (L, loss metrics)."""
-    model = nnx.merge(graphdef, params)
+    model = nnx.merge(s.graphdef, params)
     dist, value = model.unroll(minibatch.hidden, minibatch.obs, minibatch.start)
     log_prob = dist.log_prob(minibatch.action)
-    advantage = normalize(minibatch.advantage) if normalize_minibatch else minibatch.advantage
+    advantage = minibatch.advantage
+    if s.advantage_normalization == "minibatch":
+        advantage = normalize(advantage)
     pol, approx_kl, clip_fraction = policy_loss(
         log_prob, minibatch.log_prob, advantage, hp.clip_eps
     )
-    clip = hp.value_clip_eps if clip_value else None
+    clip = hp.value_clip_eps if s.clip_value else None
     per_stream = jax.vmap(value_loss, in_axes=(-1, -1, -1, None))(
         value, minibatch.value, minibatch.target, clip
     )
@@ -267,49 +309,13 @@ def clip_by_global_norm(grads: Any, max_norm: jax.Array) -> tuple[Any, jax.Array
     return jax.tree.map(lambda g: g * scale, grads), norm
 
 
-def update_minibatch(
-    state: UpdateState,
-    minibatch: Batch,
-    hp: Hyperparams,
-    *,
-    loss_fn: Callable,
-    tx: optax.GradientTransformation,
-    lr_schedule: Callable,
-) -> tuple[UpdateState, dict]:
-    """One optimiser step: clip the gradient's global norm, Adam, scaled step size."""
-    grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, minibatch, hp)
-    grads, grad_norm = clip_by_global_norm(grads, hp.max_grad_norm)
-    direction, opt_state = tx.update(grads, state.opt_state, state.params)
-    lr = hp.learning_rate * lr_schedule(state.opt_step)
-    params = jax.tree.map(lambda p, d: p - lr * d, state.params, direction)
-    metrics = {**metrics, "stats/grad_norm": grad_norm, "stats/learning_rate": lr}
-    return UpdateState(params, opt_state, state.opt_step + 1), metrics
-
-
-def update_epoch(
-    carry: tuple[UpdateState, jax.Array],
-    _: Any,
-    batch: Batch,
-    hp: Hyperparams,
-    *,
-    step_fn: Callable,
-    shuffle_fn: Callable,
-) -> tuple[tuple[UpdateState, jax.Array], dict]:
-    """Reshuffle the batch, then one optimiser step per minibatch."""
-    state, key = carry
-    key, shuffle_key = jax.random.split(key)
-    minibatches = shuffle_fn(shuffle_key, batch)
-    state, metrics = jax.lax.scan(partial(step_fn, hp=hp), state, minibatches)
-    return (state, key), metrics
-
-
 def summarize(
     trajectory: Transition,
     batch: Batch,
     bonus: jax.Array,
     loss_metrics: dict,
     addon_metrics: dict,
-    achievement_names: tuple[str, ...],
+    s: PPOStatic,
 ) -> dict:
     """Fixed-shape scalars for one update: episode means over episodes that ended
     in it (with their count, so the host can report null for none), losses averaged
@@ -326,9 +332,10 @@ def summarize(
     metrics["episode_count"] = count
     metrics["episode_return"] = episode_mean(trajectory.episode["return"])
     metrics["episode_length"] = episode_mean(trajectory.episode["length"])
-    if achievement_names:
+    if s.achievement_names:
         rates = episode_mean(trajectory.episode["achievements"])
-        metrics.update({f"achievements/{n}": rates[i] for i, n in enumerate(achievement_names)})
+        names = s.achievement_names
+        metrics.update({f"achievements/{n}": rates[i] for i, n in enumerate(names)})
     metrics["reward/extrinsic"] = trajectory.reward.mean()
     metrics["reward/intrinsic"] = bonus.mean()
     metrics.update(addon_metrics)
@@ -338,69 +345,38 @@ def summarize(
     return metrics
 
 
-def train_update(
-    run_state: RunState,
-    hp: Hyperparams,
-    *,
-    rollout_fn: Callable,
-    epoch_fn: Callable,
-    addon: Addon,
-    advantage_fn: Callable,
-    num_streams: int,
-    num_epochs: int,
-    steps_per_update: int,
-    advantage_normalization: str,
-    achievement_names: tuple[str, ...],
-    sequences: bool,
-) -> tuple[RunState, dict]:
-    """One PPO iteration: collect, let the add-on score and learn from the rollout,
-    estimate advantages, optimise, summarise."""
-    run_state, trajectory, last_value = rollout_fn(run_state)
-    key, addon_key, epoch_key = jax.random.split(run_state.key, 3)
-    experience = to_experience(trajectory, run_state.obs)
-    addon_state, bonus, reward_metrics = addon.reward(run_state.addon, experience)
-    addon_state, update_metrics = addon.update(addon_state, experience, addon_key)
-    rewards = combine_rewards(trajectory.reward, bonus, hp, num_streams=num_streams)
-    stream_advantages, targets = advantage_fn(trajectory, rewards, last_value, hp)
-    advantages = weigh_advantages(stream_advantages, hp)
-    if advantage_normalization == "batch":
-        advantages = normalize(advantages)
-    batch = Batch(
-        obs=trajectory.obs,
-        hidden=trajectory.hidden,
-        start=trajectory.start,
-        action=trajectory.action,
-        log_prob=trajectory.log_prob,
-        value=trajectory.value,
-        advantage=advantages,
-        target=targets,
-    )
-    if not sequences:  # a recurrent network trains on whole env sequences
-        batch = flatten_time(batch)
-    start = UpdateState(run_state.params, run_state.opt_state, run_state.update * steps_per_update)
-    (state, _), loss_metrics = jax.lax.scan(
-        partial(epoch_fn, batch=batch, hp=hp), (start, epoch_key), length=num_epochs
-    )
-    run_state = run_state.replace(
-        params=state.params,
-        opt_state=state.opt_state,
+# --------------------------------------------------------------------------------------
+# Before the first update
+# --------------------------------------------------------------------------------------
+
+
+def init_params(key: jax.Array, *, make_network: Callable, addon: Addon) -> Any:
+    """(network params, add-on params) for ``key``, built eagerly, outside jit."""
+    network = nnx.state(make_network(jax.random.fold_in(key, 0)))
+    return network, addon.init_params(jax.random.fold_in(key, 2))
+
+
+def init(key: jax.Array, params: Any, *, s: PPOStatic, hidden: jax.Array) -> RunState:
+    """The run state before the first update, around freshly initialised params."""
+    network_params, addon_params = params
+    env_key, addon_key, key = jax.random.split(jax.random.fold_in(key, 1), 3)
+    obs, env_state = s.env.reset(env_key)
+    return RunState(
+        params=network_params,
+        opt_state=s.tx.init(network_params),
+        env_state=env_state,
+        obs=obs,
+        hidden=hidden,
+        start=jnp.ones(s.env.num_envs, bool),
         key=key,
-        update=run_state.update + 1,
-        addon=addon_state,
+        update=jnp.int32(0),
+        addon=s.addon.init(addon_key, addon_params),
     )
-    addon_metrics = {**reward_metrics, **update_metrics}
-    metrics = summarize(trajectory, batch, bonus, loss_metrics, addon_metrics, achievement_names)
-    return run_state, metrics
 
 
 # --------------------------------------------------------------------------------------
-# Assembly
+# Assembly: the config -> PPOStatic, bound once
 # --------------------------------------------------------------------------------------
-
-
-def linear_decay(total_steps: int) -> Callable[[jax.Array], jax.Array]:
-    """Multiplier 1 -> 0 over optimiser steps 0 .. total_steps - 1 (exactly 0 at the last)."""
-    return lambda step: 1.0 - step / max(total_steps - 1, 1)
 
 
 def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
@@ -408,49 +384,60 @@ def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
     phases; returns init and update."""
     p = config.ppo
     addon = addon if addon is not None else no_bonus(NoOptions(), None)
-    num_streams = num_reward_streams(config)
-    make_network = partial(build_network, config, env)
+    num_streams = config.intrinsic.num_reward_streams
+    make_network = partial(build_network, config.network, env.spec, num_streams)
     network = make_network(jax.random.key(0))
     graphdef, _ = nnx.split(network)
-    sequences = config.network.kind == "gru"  # minibatches of whole env sequences
-    if sequences:
-        shuffle_fn = partial(shuffle_env_sequences, num_minibatches=p.num_minibatches)
-    else:
-        shuffle_fn = partial(shuffle_into_minibatches, num_minibatches=p.num_minibatches)
-    tx = optax.scale_by_adam(eps=p.adam_eps)
-    steps_per_update = p.num_epochs * p.num_minibatches
-    total_steps = config.num_updates * steps_per_update
-    lr_schedule = linear_decay(total_steps) if p.anneal_lr else (lambda step: 1.0)
-
-    loss_fn = partial(
-        ppo_loss,
+    total_steps = config.num_updates * p.num_epochs * p.num_minibatches
+    s = PPOStatic(
+        env=env,
         graphdef=graphdef,
-        clip_value=p.clip_value,
-        normalize_minibatch=p.advantage_normalization == "minibatch",
-    )
-    step_fn = partial(update_minibatch, loss_fn=loss_fn, tx=tx, lr_schedule=lr_schedule)
-    epoch_fn = partial(update_epoch, step_fn=step_fn, shuffle_fn=shuffle_fn)
-    rollout_fn = partial(collect_rollout, env=env, graphdef=graphdef, num_steps=p.num_steps)
-    update_fn = partial(
-        train_update,
-        rollout_fn=rollout_fn,
-        epoch_fn=epoch_fn,
         addon=addon,
-        advantage_fn=partial(
-            compute_advantages, episodic=(True, config.intrinsic.episodic)[:num_streams]
-        ),
-        num_streams=num_streams,
+        tx=optax.scale_by_adam(eps=p.adam_eps),
+        lr_schedule=linear_decay(total_steps) if p.anneal_lr else constant_one,
+        num_steps=p.num_steps,
         num_epochs=p.num_epochs,
-        steps_per_update=steps_per_update,
+        num_minibatches=p.num_minibatches,
+        num_streams=num_streams,
+        episodic=(True, config.intrinsic.episodic)[:num_streams],
+        sequences=config.network.kind == "gru",
+        clip_value=p.clip_value,
         advantage_normalization=p.advantage_normalization,
         achievement_names=env.spec.achievement_names,
-        sequences=sequences,
     )
     return PPO(
-        init=partial(
-            init, env=env, tx=tx, addon=addon, hidden=network.initial_hidden(env.num_envs)
-        ),
+        init=partial(init, s=s, hidden=network.initial_hidden(env.num_envs)),
         init_params=partial(init_params, make_network=make_network, addon=addon),
-        update=update_fn,
+        update=partial(train_update, s=s),
         graphdef=graphdef,
     )
+
+
+def hyperparams_from(config: Config) -> Hyperparams:
+    """The traced coefficients (a sweep can vmap over them), from the config."""
+    p, i = config.ppo, config.intrinsic
+    values = dict(
+        learning_rate=p.learning_rate,
+        ent_coef=p.ent_coef,
+        vf_coef=p.vf_coef,
+        clip_eps=p.clip_eps,
+        value_clip_eps=p.value_clip_eps,
+        gamma=p.gamma,
+        gae_lambda=p.gae_lambda,
+        max_grad_norm=p.max_grad_norm,
+        intrinsic_reward_coef=i.reward_coef,
+        intrinsic_gamma=i.gamma,
+        extrinsic_adv_coef=i.extrinsic_adv_coef,
+        intrinsic_adv_coef=i.intrinsic_adv_coef,
+    )
+    return Hyperparams(**{k: jnp.float32(v) for k, v in values.items()})
+
+
+def linear_decay(total_steps: int) -> Callable[[jax.Array], jax.Array]:
+    """Multiplier 1 -> 0 over optimiser steps 0 .. total_steps - 1 (exactly 0 at the last)."""
+    return lambda step: 1.0 - step / max(total_steps - 1, 1)
+
+
+def constant_one(step: jax.Array) -> float:
+    """No annealing: the step size stays at its configured value."""
+    return 1.0

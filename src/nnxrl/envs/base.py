@@ -23,6 +23,8 @@ class EnvSpec(NamedTuple):
     num_actions: int
     # Names of per-episode success flags reported at episode end (Craftax achievements).
     achievement_names: tuple[str, ...] = ()
+    # XLA options the env's programs are compiled with on CPU, as (name, value) pairs.
+    cpu_options: tuple[tuple[str, str], ...] = ()
 
 
 class EnvStep(NamedTuple):

@@ -8,7 +8,7 @@ Resetting many worlds at once is the expensive part of Craftax on a CPU: world
 generation is noise-based, and by default XLA CPU compiles a vmapped reset of 1024
 worlds into one YNNPACK fusion that takes 44 s. The training programs are
 therefore compiled with YNNPACK fusions kept to dot products on CPU (see
-``nnxrl.train.compiler_options``; 0.47 s, against 0.60 s for a chunked
+``EnvSpec.cpu_options``, applied by ``nnxrl.programs``; 0.47 s, against 0.60 s for a chunked
 ``lax.map`` without it: ``benchmarks/craftax_reset.py``). With ``reset_ratio > 1``
 only ``num_envs / reset_ratio`` fresh worlds are made each step and shared out
 among the envs that finished (the optimistic reset of the Craftax baselines).
@@ -20,6 +20,10 @@ import jax
 import jax.numpy as jnp
 
 from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
+
+# On CPU, world generation compiles into one very slow YNNPACK fusion; keeping those
+# fusions to dot products avoids it (benchmarks/craftax_reset.py).
+YNN_DOT_ONLY = (("xla_cpu_experimental_ynn_fusion_type", "LIBRARY_FUSION_TYPE_DOT"),)
 
 CRAFTAX_IDS = (
     "Craftax-Classic-Symbolic-v1",
@@ -98,5 +102,6 @@ def make_craftax_env(env_id: str, num_envs: int, reset_ratio: int = 1) -> VecEnv
         obs_shape=tuple(env.observation_space(params).shape),
         num_actions=int(env.num_actions),
         achievement_names=achievement_names,
+        cpu_options=YNN_DOT_ONLY,
     )
     return VecEnv(spec=spec, num_envs=num_envs, reset=reset, step=step)

@@ -16,8 +16,9 @@ from nnxrl.intrinsic.base import (
 )
 
 
-def addon_for(config, spec) -> Addon:
-    """The add-on ``config.intrinsic`` names, for an env with ``spec`` (an EnvSpec)."""
+def addon_for(config, spec, default_minibatches: int) -> Addon:
+    """The add-on ``config.intrinsic`` names, for an env with ``spec`` (an EnvSpec);
+    ``intrinsic.num_minibatches`` unset means ``default_minibatches`` (the algorithm's)."""
     i = config.intrinsic
     context = AddonContext(
         obs_shape=tuple(spec.obs_shape),
@@ -27,7 +28,7 @@ def addon_for(config, spec) -> Addon:
         adam_eps=i.adam_eps,
         max_grad_norm=i.max_grad_norm,
         num_epochs=i.num_epochs,
-        num_minibatches=i.num_minibatches or config.ppo.num_minibatches,
+        num_minibatches=i.num_minibatches or default_minibatches,
         gamma=i.gamma,
     )
     return make_addon(i.addon, i.options, context)

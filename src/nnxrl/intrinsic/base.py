@@ -65,7 +65,6 @@ class AddonContext:
 class Addon(NamedTuple):
     """An add-on's four pure functions, its configuration already bound."""
 
-    name: str
     init_params: Callable[[jax.Array], Any]  # key -> params (host side, outside jit)
     init: Callable[[jax.Array, Any], Any]  # (key, params) -> state
     reward: Callable[[Any, Experience], tuple[Any, jax.Array, dict]]
@@ -89,7 +88,6 @@ def no_bonus(options: NoOptions, context: AddonContext) -> Addon:
         return state, jnp.zeros(experience.action.shape, jnp.float32), {}
 
     return Addon(
-        name="none",
         init_params=lambda key: (),
         init=lambda key, params: (),
         reward=reward,

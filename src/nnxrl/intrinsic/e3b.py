@@ -116,7 +116,6 @@ def make_e3b(options: E3BOptions, context: AddonContext) -> Addon:
         num_minibatches=context.num_minibatches,
     )
     return Addon(
-        name="e3b",
         init_params=lambda key: nnx.state(make_network(key)),
         init=partial(init, tx=tx, num_envs=context.num_envs, options=options),
         reward=partial(reward, graphdef=graphdef, ridge=options.ridge),

@@ -113,7 +113,6 @@ def make_icm(options: ICMOptions, context: AddonContext) -> Addon:
         num_minibatches=context.num_minibatches,
     )
     return Addon(
-        name="icm",
         init_params=lambda key: nnx.state(make_networks(key)),
         init=partial(init, tx=tx),
         reward=partial(reward, graphdef=graphdef),

@@ -164,7 +164,6 @@ def make_rnd(options: RNDOptions, context: AddonContext) -> Addon:
         fit, tx=tx, num_epochs=context.num_epochs, num_minibatches=context.num_minibatches
     )
     return Addon(
-        name="rnd",
         init_params=partial(init_params, make_networks=make_networks),
         init=partial(init, tx=tx, num_envs=context.num_envs, obs_shape=context.obs_shape),
         reward=partial(reward, error_fn=error_fn, options=options, gamma=context.gamma),

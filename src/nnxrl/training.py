@@ -1,0 +1,174 @@
+"""Training a config: compile the programs, prepare the run directory, run the loop.
+
+The compiled program is ``vmap`` over seeds of ``train_chunk`` (a guarded scan over
+updates, ``chunk.py``); ``run_loop.py`` dispatches the chunks, logs and checkpoints;
+``run_dir.py`` decides where a fresh or resumed run starts; ``stop.py`` turns Ctrl-C
+and SIGTERM into a clean stop. Stop signals are handled from compilation to the last
+record written, so a stop at any moment leaves a run that ``--resume`` continues.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from nnxrl import checkpoint, run_dir
+from nnxrl import config as config_lib
+from nnxrl.errors import NonFiniteError, StorageError
+from nnxrl.logging import Backend, make_logger
+from nnxrl.logging.jsonl import read_records
+from nnxrl.logging.records import records_to_arrays
+from nnxrl.programs import Programs, compile_programs
+from nnxrl.run_dir import StartPoint
+from nnxrl.run_loop import RunLoop
+from nnxrl.stop import Stopped, graceful_stop
+
+
+def train(
+    config: config_lib.Config,
+    out_dir: str | Path | None = None,
+    *,
+    quiet: bool = True,
+    resume: bool = False,
+    step: int | None = None,
+    extra_backends: tuple[Backend, ...] = (),
+) -> RunResult:
+    """Train ``config`` and return the result: every seed's final parameters, the
+    metric history as arrays, the run directory. With ``out_dir=None`` nothing is
+    written (no checkpoints, no files; the history is kept in memory); otherwise the
+    run is written there as by ``nnxrl train`` (and ``resume`` continues it)."""
+    return run_training(
+        config, out_dir, quiet=quiet, resume=resume, step=step, extra_backends=extra_backends
+    )
+
+
+@dataclass
+class RunResult:
+    """What a run gives back."""
+
+    out_dir: Path | None
+    final_state: Any  # every seed's RunState (leading seed axis)
+    compile_seconds: float
+    train_seconds: float
+    train_end: float  # time.perf_counter() when the device finished the last chunk
+    env_steps_per_second: float
+    final_returns: list[float | None] = field(default_factory=list)
+    # name -> [S, U] per seed and update (NaN where undefined), and 'update', 'env_steps' [U]
+    metrics: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def params(self) -> Any:
+        """Every seed's network parameters (an nnx.State, leading seed axis)."""
+        return self.final_state.params
+
+
+def run_training(
+    config: config_lib.Config,
+    out_dir: str | Path | None,
+    *,
+    quiet: bool = False,
+    extra_backends: tuple[Backend, ...] = (),
+    resume: bool = False,
+    step: int | None = None,
+    stop_after: int | None = None,
+) -> RunResult:
+    """Train ``config``, writing ``out_dir/config.yaml``, ``metrics.jsonl``, checkpoints,
+    the exported policy and whatever the configured backends write. ``resume``
+    continues the run in ``out_dir`` from its latest checkpoint (or ``step``).
+
+    Ends early by raising: ``Stopped`` (a KeyboardInterrupt) after Ctrl-C, SIGTERM or
+    ``stop_after`` updates, with every completed update checkpointed; NonFiniteError
+    when a loss or parameter is NaN/inf, with the last good state checkpointed;
+    StorageError when metrics.jsonl or a checkpoint cannot be written. With
+    ``out_dir=None`` nothing is written and checkpoints are off."""
+    if out_dir is None:
+        checkpoints_off = dataclasses.replace(config.checkpoint, enabled=False)
+        config, start = dataclasses.replace(config, checkpoint=checkpoints_off), StartPoint(0, None)
+    else:
+        out_dir = run_dir.ensure_writable_dir(out_dir, "--out")
+        start = run_dir.prepare(config, out_dir, resume, step)
+        config_lib.dump(config, out_dir / "config.yaml")
+    with graceful_stop() as stop:
+        logger = make_logger(
+            config,
+            out_dir,
+            extra_backends,
+            console=not quiet,
+            mlflow_run_id=start.mlflow_run_id,
+            start_update=start.update,
+        )
+        status = "failed"
+        try:
+            t0 = time.perf_counter()
+            programs = compile_programs(config)
+            compile_seconds = time.perf_counter() - t0
+            if not quiet:
+                print(f"compiled in {compile_seconds:.1f} s", flush=True)
+            state = start_state(programs, out_dir, start.update, quiet)
+            loop = RunLoop(config, programs, logger, out_dir, stop, start.update, stop_after)
+            outcome = loop.run(state)
+            train_end = time.perf_counter()
+            if outcome.kind == "finished" and out_dir is not None:
+                export_policy(config, out_dir, outcome.state)
+            status = {"finished": "finished", "stopped": "killed"}.get(outcome.kind, "failed")
+        except KeyboardInterrupt:  # a second Ctrl-C: stop at once
+            status = "killed"
+            raise
+        finally:
+            logger.close(status)  # a stop signal now waits until every record is written
+        if outcome.kind == "nonfinite":
+            raise NonFiniteError(outcome.message)
+        if outcome.kind == "unrecorded":
+            raise StorageError(outcome.message)
+        if outcome.kind == "stopped" or stop.requested:
+            raise Stopped(outcome.update, out_dir)
+
+    last = outcome.last_metrics  # empty when only records were written back
+    final_returns = [
+        None if int(c) == 0 else float(r)
+        for c, r in zip(
+            np.asarray(last.get("episode_count", np.zeros((0, 1))))[:, -1],
+            np.asarray(last.get("episode_return", np.zeros((0, 1))))[:, -1],
+            strict=True,
+        )
+    ]
+    steps = (config.num_updates - start.update) * config.batch_size * config.num_seeds
+    return RunResult(
+        out_dir=out_dir,
+        final_state=outcome.state,
+        compile_seconds=compile_seconds,
+        train_seconds=outcome.seconds,
+        train_end=train_end,
+        env_steps_per_second=steps / max(outcome.seconds, 1e-9),
+        final_returns=final_returns,
+        metrics=metric_history(out_dir, logger, config.num_seeds),
+    )
+
+
+def metric_history(out_dir: Path | None, logger: Any, num_seeds: int) -> dict[str, np.ndarray]:
+    """The run's records as arrays: from metrics.jsonl, or kept in memory."""
+    if out_dir is None:
+        return records_to_arrays(logger.memory.records, num_seeds)
+    return records_to_arrays(read_records(out_dir / "metrics.jsonl"), num_seeds)
+
+
+def start_state(programs: Programs, out_dir: Path, update: int, quiet: bool) -> Any:
+    """The initial state (update 0) or the checkpoint of ``update``, on the devices."""
+    if update == 0:
+        return programs.init()
+    restored, _ = checkpoint.restore(out_dir, programs.template, update)
+    if not quiet:
+        print(f"resumed from the checkpoint at update {update}", flush=True)
+    return jax.device_put(restored, programs.sharding)
+
+
+def export_policy(config: config_lib.Config, out_dir: Path, state: Any) -> None:
+    from nnxrl.policy import policy_of, save_policy
+
+    save_policy(out_dir / "policy", policy_of(config, state.params))
