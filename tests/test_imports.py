@@ -2,8 +2,9 @@
 top level and not inside functions.
 
 An import of ``nnxrl.a.b`` also runs ``nnxrl/a/__init__.py``, so it counts as an edge
-to the package ``nnxrl.a`` too (the root package, the public API that imports
-everything, is left out of that rule). Imports under ``if TYPE_CHECKING:`` never run
+to the package ``nnxrl.a`` too. The root package (the public API, which imports
+everything) is left out of that rule: it is the parent of every module and is
+always being imported first. Imports under ``if TYPE_CHECKING:`` never run
 and are left out.
 """
 
@@ -35,7 +36,8 @@ def imported_names(tree: ast.AST) -> list[str]:
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.append(node.module)
+            if node.module != "nnxrl":  # `from nnxrl import config`: the module config
+                names.append(node.module)
             names.extend(f"{node.module}.{alias.name}" for alias in node.names)
         for child in ast.iter_child_nodes(node):
             visit(child)

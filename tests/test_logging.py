@@ -15,7 +15,7 @@ from nnxrl import config as C
 from nnxrl.cli import main
 from nnxrl.logging.mlflow_tracker import local_store_uri
 from nnxrl.logging.records import aggregate, chunk_to_records
-from nnxrl.train import run_training
+from nnxrl.training import run_training
 
 TINY = ["total_env_steps=2048", "ppo.num_steps=32", "num_seeds=2", "logging.updates_per_chunk=2"]
 

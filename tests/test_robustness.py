@@ -29,7 +29,7 @@ from nnxrl.cli import main
 from nnxrl.errors import StorageError
 from nnxrl.logging.jsonl import JsonlBackend
 from nnxrl.stop import Stopped
-from nnxrl.train import run_training
+from nnxrl.training import run_training
 
 ROOT = Path(__file__).parents[1]
 CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
@@ -168,7 +168,7 @@ SLOW_FLUSH = """
 import sys, time
 from nnxrl import config as config_lib
 from nnxrl.stop import Stopped
-from nnxrl.train import run_training
+from nnxrl.training import run_training
 
 class Slow:
     name = "slow"

@@ -1,0 +1,61 @@
+"""nnxrl: legible, fast reinforcement learning in JAX + Flax NNX.
+
+The public Python API (see the README's "Python API" section):
+
+- configs: ``load_config(path, overrides)``, ``config_from_dict(data, overrides)``,
+  ``Config``, ``ConfigError``;
+- training: ``train(config, out_dir=None)`` -> ``RunResult`` (final params per seed,
+  the metric history as arrays, the run directory if any);
+- environments: ``make_env(config.env)``, ``register_env(id, factory)``,
+  ``from_single(...)`` (your own single-env JAX functions as a batched env);
+- add-ons: ``register_addon(name, Options, factory)`` (options declared with
+  ``setting``), ``Addon``, ``AddonContext``, ``Experience``;
+- your own loop: ``make_ppo(config, env, addon)`` gives ``init_params``, ``init`` and
+  ``update``; ``hyperparams_from(config)`` the traced coefficients;
+- policies: ``load_policy(dir)``, ``policy_from_checkpoint(run_dir)``, ``Policy.act``.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from nnxrl.algos.ppo import hyperparams_from, make_ppo
+from nnxrl.config import Config, ConfigError
+from nnxrl.config import from_dict as config_from_dict
+from nnxrl.config import load as load_config
+from nnxrl.envs import EnvSpec, EnvStep, VecEnv, from_single, make_env, register_env
+from nnxrl.intrinsic import Addon, AddonContext, Experience, addon_for
+from nnxrl.intrinsic import register as register_addon
+from nnxrl.policy import Policy, load_policy, policy_from_checkpoint
+from nnxrl.schema import setting
+from nnxrl.training import RunResult, train
+
+try:
+    __version__ = version("nnxrl")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0"
+
+__all__ = [
+    "Addon",
+    "AddonContext",
+    "Config",
+    "ConfigError",
+    "EnvSpec",
+    "EnvStep",
+    "Experience",
+    "Policy",
+    "RunResult",
+    "VecEnv",
+    "__version__",
+    "addon_for",
+    "config_from_dict",
+    "from_single",
+    "hyperparams_from",
+    "load_config",
+    "load_policy",
+    "make_env",
+    "make_ppo",
+    "policy_from_checkpoint",
+    "register_addon",
+    "register_env",
+    "setting",
+    "train",
+]

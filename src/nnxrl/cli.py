@@ -6,6 +6,7 @@ nnxrl eval RUN_DIR|POLICY_DIR [--episodes N] [--greedy] [--step UPDATE] [--json 
 nnxrl render RUN_DIR|POLICY_DIR [--seed I] [--out episode.gif] [--greedy] [--step UPDATE]
 nnxrl export RUN_DIR [--step UPDATE] [--out DIR]
 nnxrl plot RUN_DIR [RUN_DIR ...] [--metric NAME] [--out FILE.png]
+nnxrl --plugin MODULE ...   (import MODULE first: it may register envs and add-ons)
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def _train(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from nnxrl.run_dir import default_out_dir, ensure_writable_dir
-    from nnxrl.train import run_training
+    from nnxrl.training import run_training
 
     if args.resume:
         if args.out:
@@ -86,7 +87,7 @@ def _eval(args: argparse.Namespace) -> int:
     results = play_first_episodes(policy, args.episodes, args.greedy, jax.random.key(args.key))
     rows = summarize_episodes(results, achievement_names(policy))
     actions = "greedy" if args.greedy else "sampled"
-    print(f"{policy.config.env.id}: {args.episodes} episodes per seed, {actions} actions")
+    print(f"{policy.env.id}: {args.episodes} episodes per seed, {actions} actions")
     print("| seed | episodes | return | length |")
     print("|---:|---:|---:|---:|")
     for r in rows:
@@ -101,7 +102,7 @@ def _eval(args: argparse.Namespace) -> int:
             if rate > 0:
                 print(f"|   | {name} | {rate:.0%} | |")
     report = {
-        "env": policy.config.env.id,
+        "env": policy.env.id,
         "episodes": args.episodes,
         "greedy": args.greedy,
         "seeds": rows,
@@ -138,7 +139,7 @@ def _export(args: argparse.Namespace) -> int:
 
     out = ensure_writable_dir(args.out or Path(args.run) / "policy", "--out")
     policy = policy_from_checkpoint(args.run, args.step)
-    out = save_policy(out, policy.config, policy.params)
+    out = save_policy(out, policy)
     print(f"wrote the policy of {policy.num_seeds} seed(s) to {out}")
     return 0
 
@@ -175,6 +176,14 @@ def _count(low: int, high: int | None = None):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nnxrl", description="Legible RL in JAX + Flax NNX")
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import this module (a name or a .py file) first, so that the envs and "
+        "add-ons it registers can be named in configs; repeatable",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train an agent from a YAML config")
     train.add_argument(
@@ -256,6 +265,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+PLUGIN_GROUP = "nnxrl.plugins"  # entry points of installed packages, imported at start
+
+
+def load_plugins(names: Sequence[str]) -> None:
+    """Import every installed ``nnxrl.plugins`` entry point, then each ``--plugin``
+    (a module name, or the path of a .py file)."""
+    import importlib
+    import importlib.util
+    from importlib.metadata import entry_points
+    from pathlib import Path
+
+    for entry in entry_points(group=PLUGIN_GROUP):
+        entry.load()
+    for name in names:
+        try:
+            if name.endswith(".py"):
+                path = Path(name)
+                if not path.is_file():
+                    raise FileNotFoundError(f"no such file {path}")
+                spec = importlib.util.spec_from_file_location(path.stem, path)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[path.stem] = module
+                spec.loader.exec_module(module)
+            else:
+                importlib.import_module(name)
+        except (ImportError, FileNotFoundError) as e:
+            raise config_lib.ConfigError(
+                f"--plugin: cannot import {name!r} ({type(e).__name__}: {e}); give a module "
+                "name on the Python path or the path of a .py file"
+            ) from None
+
+
 def use_all_cpu_cores() -> None:
     """Let JAX see one CPU device per core, so that seeds can be spread over cores.
     Takes effect only if JAX has not started yet; an explicit setting wins."""
@@ -275,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
+        load_plugins(args.plugin)
         return args.func(args)
     except config_lib.ConfigError as e:
         print(f"nnxrl: config error: {e}", file=sys.stderr)

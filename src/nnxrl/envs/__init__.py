@@ -3,29 +3,59 @@ statistics for any gymnax id or Craftax id."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
 from nnxrl.envs.craftax_env import CRAFTAX_IDS, make_craftax_env
 from nnxrl.envs.episode_stats import with_episode_statistics
 from nnxrl.envs.gymnax_env import gymnax_ids, is_discrete, make_gymnax_env, split_kwargs
+from nnxrl.envs.single import from_single
 from nnxrl.schema import ConfigError
 
 if TYPE_CHECKING:
     from nnxrl.config import EnvConfig
 
-__all__ = ["EnvSpec", "EnvStep", "VecEnv", "make_env", "check_env_config", "known_env_ids"]
+__all__ = [
+    "EnvSpec",
+    "EnvStep",
+    "VecEnv",
+    "env_spec",
+    "from_single",
+    "register_env",
+    "make_env",
+    "check_env_config",
+    "known_env_ids",
+]
+
+
+# id -> factory(num_envs, **kwargs) -> VecEnv, for envs registered by users
+_REGISTERED: dict[str, Callable[..., VecEnv]] = {}
+
+
+def register_env(env_id: str, factory: Callable[..., VecEnv]) -> None:
+    """Make ``env_id`` usable in configs (``env.id``) and on the command line (import
+    the registering module with ``nnxrl --plugin MODULE``). ``factory(num_envs,
+    **env.kwargs)`` returns the batched env, e.g. with ``from_single``."""
+    if env_id in CRAFTAX_IDS or env_id in gymnax_ids():
+        raise ValueError(f"register_env: {env_id!r} is already a gymnax or Craftax id")
+    _REGISTERED[env_id] = factory
 
 
 def known_env_ids() -> dict[str, list[str]]:
     """Known env ids by family."""
-    return {"gymnax": gymnax_ids(), "craftax": list(CRAFTAX_IDS)}
+    return {"gymnax": gymnax_ids(), "craftax": list(CRAFTAX_IDS), "registered": list(_REGISTERED)}
 
 
 def check_env_config(env: EnvConfig) -> None:
     """Raise ConfigError for an unknown id or an option the env's family lacks."""
     families = known_env_ids()
+    if env.id in _REGISTERED:
+        if env.reset_ratio != 1:
+            raise ConfigError(f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only")
+        return
     if env.id in families["craftax"]:
         if env.kwargs:
             raise ConfigError(f"env.kwargs: Craftax envs take no kwargs, got {env.kwargs}")
@@ -53,10 +83,17 @@ def check_env_config(env: EnvConfig) -> None:
     raise ConfigError(f"env.id: unknown environment {env.id!r}{hint} Known families: {listing}")
 
 
+def env_spec(env: EnvConfig) -> EnvSpec:
+    """The spec (observation shape, actions, achievements) of the env ``env`` names."""
+    return make_env(dataclasses.replace(env, num_envs=1, reset_ratio=1)).spec
+
+
 def make_env(env: EnvConfig) -> VecEnv:
     """The batched env (with episode statistics) that ``env`` describes."""
     check_env_config(env)
-    if env.id in CRAFTAX_IDS:
+    if env.id in _REGISTERED:
+        vec = _REGISTERED[env.id](env.num_envs, **env.kwargs)
+    elif env.id in CRAFTAX_IDS:
         vec = make_craftax_env(env.id, env.num_envs, env.reset_ratio)
     else:
         vec = make_gymnax_env(env.id, env.num_envs, **env.kwargs)

@@ -20,7 +20,6 @@ def make_backend(
 ) -> Backend:
     from nnxrl import config as config_lib
 
-    run_name = out_dir.name
     if name == "console":
         from nnxrl.logging.console import ConsoleBackend
 
@@ -33,7 +32,7 @@ def make_backend(
             config_lib.to_dict(config),
             config.logging.mlflow_tracking_uri,
             config.logging.mlflow_experiment,
-            run_name,
+            out_dir.name,
             run_id=mlflow_run_id,
             start_update=start_update,
         )
@@ -45,14 +44,14 @@ def make_backend(
             config_lib.to_dict(config),
             config.logging.wandb_project,
             config.logging.wandb_mode,
-            run_name,
+            out_dir.name,
         )
     raise ValueError(f"unknown logging backend {name!r}")
 
 
 def make_logger(
     config,
-    out_dir: str | Path,
+    out_dir: str | Path | None,
     extra: tuple[Backend, ...] = (),
     console: bool = True,
     mlflow_run_id: str | None = None,
@@ -62,7 +61,12 @@ def make_logger(
     On resume, ``mlflow_run_id`` is the MLflow run to continue and ``start_update``
     the update the run starts from."""
     from nnxrl.logging.jsonl import JsonlBackend
+    from nnxrl.logging.memory import MemoryBackend
 
+    if out_dir is None:  # nothing is written: records are kept in memory
+        memory = MemoryBackend()
+        shown = [make_backend("console", config, None)] if console else []
+        return MetricLogger([memory, *shown, *extra], config.batch_size, config.num_seeds)
     out_dir = Path(out_dir)
     backends: list[Backend] = [JsonlBackend(out_dir)]
     for name in config.logging.backends:

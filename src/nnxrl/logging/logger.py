@@ -115,6 +115,8 @@ class MetricLogger:
         self.num_seeds = num_seeds
         # the record of truth (metrics.jsonl), whose failure stops the run
         self.record = next((b for b in backends if b.name == "jsonl"), None)
+        # the records kept in memory when nothing is written (or None)
+        self.memory = next((b for b in backends if b.name == "memory"), None)
         self.workers = [_Worker(b, rest=b is not self.record) for b in backends]
         self._queue: queue.Queue = queue.Queue()
         self._dispatcher = threading.Thread(target=self._dispatch, name="nnxrl-logger", daemon=True)

@@ -76,3 +76,20 @@ def aggregate(records: list[dict]) -> list[dict]:
                 )
         out.append(agg)
     return out
+
+
+def records_to_arrays(records: list[dict], num_seeds: int) -> dict[str, np.ndarray]:
+    """Per-seed records -> name: [S, U] float arrays (NaN for null), plus 'update' and
+    'env_steps' [U]."""
+    updates = sorted({r["update"] for r in records})
+    position = {u: j for j, u in enumerate(updates)}
+    names = sorted({k for r in records for k in r} - {"update", "env_steps", "seed"})
+    out = {name: np.full((num_seeds, len(updates)), np.nan) for name in names}
+    steps = np.zeros(len(updates), np.int64)
+    for r in records:
+        j = position[r["update"]]
+        steps[j] = r["env_steps"]
+        for name in names:
+            value = r.get(name)
+            out[name][r["seed"], j] = np.nan if value is None else value
+    return {"update": np.asarray(updates, np.int64), "env_steps": steps, **out}

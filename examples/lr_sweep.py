@@ -1,0 +1,42 @@
+"""A learning-rate sweep as one compiled program: ``vmap`` over the traced
+hyperparameters (and over seeds), no recompilation per setting.
+
+Every coefficient in ``Hyperparams`` (learning rate, entropy and value coefficients,
+clip ranges, gamma, GAE lambda, gradient clip, intrinsic coefficients) is an array
+inside the program, so a population of settings is one more vmapped axis.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import nnxrl
+from nnxrl.chunk import train_chunk
+
+
+def main(total_env_steps: int = 100_000, rates=(1e-4, 3e-4, 1e-3, 3e-3)) -> np.ndarray:
+    config = nnxrl.load_config("configs/ppo-cartpole.yaml", [f"total_env_steps={total_env_steps}"])
+    env = nnxrl.make_env(config.env)
+    ppo = nnxrl.make_ppo(config, env)
+    key = jax.random.key(config.seed)
+    state = ppo.init(key, ppo.init_params(key))  # the same start for every setting
+
+    hp = nnxrl.hyperparams_from(config)
+    swept = hp._replace(learning_rate=jnp.asarray(rates, jnp.float32))
+    axes = hp._replace(**{name: None for name in hp._fields})._replace(learning_rate=0)
+    run = partial(train_chunk, update_fn=ppo.update, num_updates=config.num_updates, axis_name=None)
+    states = jax.tree.map(lambda x: jnp.stack([x] * len(rates)), state)
+    _, metrics = jax.jit(jax.vmap(run, in_axes=(0, axes)))(states, swept)
+    returns = np.asarray(metrics["episode_return"])  # [settings, updates]
+    final = returns[:, -20:].mean(axis=1)
+    for rate, value in zip(rates, final, strict=True):
+        print(f"learning rate {rate:.0e}: mean return over the last 20 updates {value:.1f}")
+    return final
+
+
+if __name__ == "__main__":
+    main()

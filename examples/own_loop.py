@@ -1,0 +1,35 @@
+"""A training loop written by hand around PPO's ``init`` and ``update``: the whole run
+is one ``jit`` of a ``scan`` over updates, as in rejax or purejaxrl; logging is yours."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+import nnxrl
+
+
+def main(total_env_steps: int = 100_000) -> np.ndarray:
+    config = nnxrl.load_config("configs/ppo-cartpole.yaml", [f"total_env_steps={total_env_steps}"])
+    env = nnxrl.make_env(config.env)
+    ppo = nnxrl.make_ppo(config, env)  # no add-on: the no-bonus default
+    hp = nnxrl.hyperparams_from(config)
+    key = jax.random.key(config.seed)
+    params = ppo.init_params(key)  # networks are built on the host
+
+    @jax.jit
+    def run(key, params):
+        state = ppo.init(key, params)
+        state, metrics = jax.lax.scan(
+            lambda s, _: ppo.update(s, hp), state, length=config.num_updates
+        )
+        return state, metrics
+
+    state, metrics = run(key, params)
+    returns = np.asarray(metrics["episode_return"])
+    print(f"{config.num_updates} updates; mean return over the last 20: {returns[-20:].mean():.1f}")
+    return returns
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""The public Python API: train from code (writing nothing, or a run directory), the
+result's arrays, acting with a saved policy, the version."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import nnxrl
+
+ROOT = Path(__file__).parents[1]
+TINY = ["total_env_steps=4096", "num_seeds=2", "logging.backends=[]"]
+
+
+def test_train_in_memory_writes_nothing_and_matches_a_written_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = nnxrl.load_config(ROOT / "configs/ppo-cartpole.yaml", TINY)
+    result = nnxrl.train(config)
+    assert list(tmp_path.iterdir()) == [] and result.out_dir is None
+    assert result.metrics["loss/total"].shape == (2, config.num_updates)
+    assert list(result.metrics["update"]) == list(range(1, config.num_updates + 1))
+    assert all(x.shape[0] == 2 for x in jax.tree.leaves(result.params))
+    written = nnxrl.train(config, tmp_path / "run")
+    assert written.out_dir == tmp_path / "run" and (tmp_path / "run" / "metrics.jsonl").exists()
+    for name, values in result.metrics.items():
+        np.testing.assert_array_equal(values, written.metrics[name], err_msg=name)
+
+
+def test_a_saved_policy_acts_like_its_checkpoint(tmp_path):
+    overrides = [*TINY, "network.kind=gru", "network.width=16"]
+    config = nnxrl.load_config(ROOT / "configs/ppo-cartpole.yaml", overrides)
+    nnxrl.train(config, tmp_path / "run")
+    saved = nnxrl.load_policy(tmp_path / "run" / "policy")
+    checkpointed = nnxrl.policy_from_checkpoint(tmp_path / "run")
+    env = nnxrl.make_env(config.env)
+    obs, _ = env.reset(jax.random.key(0))
+    key = jax.random.key(1)
+    for seed in (0, 1):
+        a, hidden = saved.act(obs, key, seed=seed, greedy=True)
+        b, _ = checkpointed.act(obs, key, seed=seed, greedy=True)
+        np.testing.assert_array_equal(a, b)
+        assert a.shape == (config.env.num_envs,) and hidden.shape == (config.env.num_envs, 16)
+        again, _ = saved.act(obs, key, seed=seed, greedy=True, hidden=hidden)  # carried on
+        assert again.shape == a.shape
+
+
+def test_the_version_is_the_package_version():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert nnxrl.__version__ == meta["project"]["version"]
