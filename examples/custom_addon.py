@@ -2,8 +2,8 @@
 
 ``distance``: the bonus for a step is the squared distance of the next observation
 from a running mean of the observations seen so far (a crude novelty signal); the
-add-on's state is that mean and a count. It needs no networks, so ``init_params``
-returns nothing and ``update`` only moves the mean. Registered as ``distance``:
+add-on's state is that mean and a count; it has no networks, so ``update`` only
+moves the mean. Registered as ``distance``:
 
     uv run nnxrl --plugin examples/custom_addon.py train configs/ppo-cartpole.yaml \\
         --set intrinsic.addon=distance --set "intrinsic.options={scale: 0.1}"
@@ -32,7 +32,7 @@ class DistanceState:
 
 
 def make_distance(options: DistanceOptions, context: nnxrl.AddonContext) -> nnxrl.Addon:
-    def init(key, params):
+    def init(key):
         return DistanceState(jnp.zeros(context.obs_shape), jnp.float32(0))
 
     def reward(state: DistanceState, experience: nnxrl.Experience):
@@ -48,7 +48,7 @@ def make_distance(options: DistanceOptions, context: nnxrl.AddonContext) -> nnxr
         mean = state.mean + (seen.sum(0) - seen.shape[0] * state.mean) / count
         return DistanceState(mean, count), {}
 
-    return nnxrl.Addon(init_params=lambda key: (), init=init, reward=reward, update=update)
+    return nnxrl.Addon(init=init, reward=reward, update=update)
 
 
 nnxrl.register_addon("distance", DistanceOptions, make_distance)

@@ -23,7 +23,7 @@ def main(total_env_steps: int = 100_000, rates=(1e-4, 3e-4, 1e-3, 3e-3)) -> np.n
     env = nnxrl.make_env(config.env)
     ppo = nnxrl.make_ppo(config, env)
     key = jax.random.key(config.seed)
-    state = ppo.init(key, ppo.init_params(key))  # the same start for every setting
+    state = jax.jit(ppo.init)(key)  # the same start for every setting
 
     hp = nnxrl.hyperparams_from(config)
     swept = hp._replace(learning_rate=jnp.asarray(rates, jnp.float32))

@@ -15,17 +15,16 @@ def main(total_env_steps: int = 100_000) -> np.ndarray:
     ppo = nnxrl.make_ppo(config, env)  # no add-on: the no-bonus default
     hp = nnxrl.hyperparams_from(config)
     key = jax.random.key(config.seed)
-    params = ppo.init_params(key)  # networks are built on the host
 
     @jax.jit
-    def run(key, params):
-        state = ppo.init(key, params)
+    def run(key):
+        state = ppo.init(key)  # networks, optimiser, envs: all inside the program
         state, metrics = jax.lax.scan(
             lambda s, _: ppo.update(s, hp), state, length=config.num_updates
         )
         return state, metrics
 
-    state, metrics = run(key, params)
+    state, metrics = run(key)
     returns = np.asarray(metrics["episode_return"])
     print(f"{config.num_updates} updates; mean return over the last 20: {returns[-20:].mean():.1f}")
     return returns

@@ -203,8 +203,7 @@ def make_poison(options, context) -> Addon:
         return state.replace(rollouts=state.rollouts + 1), bonus, {}
 
     return Addon(
-        init_params=lambda key: (),
-        init=lambda key, params: PoisonState(rollouts=jnp.int32(0)),
+        init=lambda key: PoisonState(rollouts=jnp.int32(0)),
         reward=reward,
         update=lambda state, experience, key: (state, {}),
     )

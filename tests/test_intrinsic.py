@@ -40,7 +40,7 @@ def context(obs_shape=(6,), num_actions=3, num_envs=8, **kw):
 
 def build(name, options, ctx):
     addon = make_addon(name, options, ctx)
-    state = jax.jit(addon.init)(jax.random.key(1), addon.init_params(jax.random.key(0)))
+    state = jax.jit(addon.init)(jax.random.key(1))
     return addon, state
 
 
@@ -284,8 +284,7 @@ def make_count_addon(options: CountOptions, ctx: AddonContext) -> Addon:
         return state.replace(rollouts=state.rollouts + 1), {}
 
     return Addon(
-        init_params=lambda key: (),
-        init=lambda key, params: CountState(rollouts=jnp.int32(0)),
+        init=lambda key: CountState(rollouts=jnp.int32(0)),
         reward=reward,
         update=update,
     )

@@ -42,7 +42,7 @@ def test_a_sweep_vmaps_over_hyperparameters_in_one_program():
     swept = hp._replace(learning_rate=rates)
     hp_axes = hp._replace(**{f: None for f in hp._fields if f != "learning_rate"})
     hp_axes = hp_axes._replace(learning_rate=0)
-    state = ppo.init(key, ppo.init_params(key))
+    state = jax.jit(ppo.init)(key)
     states = jax.tree.map(lambda x: jnp.stack([x, x]), state)
     sweep = jax.jit(jax.vmap(chunk_of(config, ppo), in_axes=(0, hp_axes)))
     _, metrics = sweep(states, swept)
@@ -64,7 +64,7 @@ def test_advantage_normalization_modes_run_and_differ(mode):
     results = {}
     for m in ("minibatch", mode):
         config, ppo = build(f"ppo.advantage_normalization={m}")
-        state = ppo.init(key, ppo.init_params(key))
+        state = jax.jit(ppo.init)(key)
         _, metrics = jax.jit(chunk_of(config, ppo))(state, hyperparams_from(config))
         assert np.all(np.isfinite(metrics["loss/policy"]))
         results[m] = np.asarray(metrics["loss/policy"])

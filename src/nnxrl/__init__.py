@@ -10,8 +10,9 @@ The public Python API (see the README's "Python API" section):
   ``from_single(...)`` (your own single-env JAX functions as a batched env);
 - add-ons: ``register_addon(name, Options, factory)`` (options declared with
   ``setting``), ``Addon``, ``AddonContext``, ``Experience``;
-- your own loop: ``make_ppo(config, env, addon)`` gives ``init_params``, ``init`` and
-  ``update``; ``hyperparams_from(config)`` the traced coefficients;
+- your own loop: ``make_ppo(config, env, addon)`` gives ``init(key)`` and ``update``
+  (both jittable; ``init`` vmaps over keys); ``hyperparams_from(config)`` the traced
+  coefficients;
 - policies: ``load_policy(dir)``, ``policy_from_checkpoint(run_dir)``, ``Policy.act``.
 """
 

@@ -73,7 +73,9 @@ def policy_of(config: config_lib.Config, params: Any) -> Policy:
 
 
 def _network_template(env: EnvConfig, network: NetworkConfig, num_values: int):
-    model = build_network(network, env_spec(env), num_values, jax.random.key(0))
+    """(graphdef, params as shapes): the network's structure, nothing computed."""
+    spec = env_spec(env)
+    model = nnx.eval_shape(lambda: build_network(network, spec, num_values, jax.random.key(0)))
     return nnx.split(model)
 
 

@@ -1,7 +1,7 @@
 """Compiling a run's programs: ``init`` (the first state of every seed) and a chunk of
 updates (a guarded scan, ``chunk.py``), vmapped over seeds and with the seed axis
-sharded over the devices. Networks are initialised on the host first; the env may
-ask for XLA options of its own (``EnvSpec.cpu_options``)."""
+sharded over the devices; networks are initialised inside ``init``. The env may ask
+for XLA options of its own (``EnvSpec.cpu_options``)."""
 
 from __future__ import annotations
 
@@ -66,31 +66,29 @@ class Programs:
 def compile_programs(config: config_lib.Config) -> Programs:
     """Build env and algorithm; compile init and a chunk of updates for all seeds,
     with every array's leading seed axis sharded over the devices. ``init()`` gives
-    the first RunState (networks are initialised on the host first)."""
+    the first RunState of every seed, networks included."""
     env = make_env(config.env)
     algo = make_ppo(config, env, addon_for(config, env.spec, config.ppo.num_minibatches))
     hp = hyperparams_from(config)
     by_seed = seed_sharding(config.num_seeds)
     replicated = NamedSharding(by_seed.mesh, P())
-    keys = seed_keys(config.seed, config.num_seeds)
-    params = jax.tree.map(lambda *p: jnp.stack(p), *(algo.init_params(k) for k in keys))
-    keys, params = jax.device_put((keys, params), by_seed)
+    keys = jax.device_put(seed_keys(config.seed, config.num_seeds), by_seed)
     hp = jax.device_put(hp, replicated)
     options = compiler_options(env.spec)
     init_fn = jax.jit(jax.vmap(algo.init), in_shardings=by_seed, out_shardings=by_seed)
     try:
-        init_compiled = init_fn.lower(keys, params).compile(options)
+        init_compiled = init_fn.lower(keys).compile(options)
     except Exception as e:  # an XLA release without the option: run without it
         print(
             f"nnxrl: XLA options {options} not accepted ({e}); Craftax resets on CPU will be slow",
             file=sys.stderr,
         )
         options = {}
-        init_compiled = init_fn.lower(keys, params).compile(options)
-    init = partial(init_compiled, keys, params)
+        init_compiled = init_fn.lower(keys).compile(options)
+    init = partial(init_compiled, keys)
     state_shape = jax.tree.map(
         lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=by_seed),
-        jax.eval_shape(jax.vmap(algo.init), keys, params),
+        jax.eval_shape(jax.vmap(algo.init), keys),
     )
 
     def compile_chunk(num_updates: int) -> Any:

@@ -37,13 +37,15 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
-from nnxrl.config import Config
+from nnxrl import optim
+from nnxrl.config import Config, NetworkConfig
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon, Experience, NoOptions, no_bonus
 from nnxrl.networks import build_network
 from nnxrl.ops.gae import continuing_gae, episodic_gae
 from nnxrl.ops.losses import normalize, policy_loss, value_loss
 from nnxrl.ops.minibatch import flatten_time, shuffle_env_sequences, shuffle_into_minibatches
+from nnxrl.optim import make_optimizer
 from nnxrl.types import Batch, Hyperparams, RunState, Transition, UpdateState
 
 
@@ -53,9 +55,10 @@ class PPOStatic:
     the env, the network's structure, the add-on, the optimiser)."""
 
     env: VecEnv
+    network: NetworkConfig  # what init builds
     graphdef: Any  # the network's structure; params travel in the RunState
     addon: Addon
-    tx: optax.GradientTransformation  # the Adam direction
+    tx: optax.GradientTransformation  # nnxrl.optim: clip, Adam, schedule, step size
     lr_schedule: Callable[[jax.Array], jax.Array]  # optimiser step -> step-size multiplier
     num_steps: int  # T: rollout length
     num_epochs: int
@@ -75,8 +78,7 @@ class PPOStatic:
 class PPO(NamedTuple):
     """The algorithm's pure functions, configuration already bound."""
 
-    init: Callable[[jax.Array, Any], RunState]  # (key, params) -> RunState
-    init_params: Callable[[jax.Array], Any]  # key -> (network, add-on) params (host side)
+    init: Callable[[jax.Array], RunState]  # key -> the first RunState (jittable)
     update: Callable[[RunState, Hyperparams], tuple[RunState, dict]]  # one PPO iteration
     graphdef: Any  # the network's structure, for rebuilding it from params
 
@@ -259,13 +261,22 @@ def update_epoch(
 def update_minibatch(
     state: UpdateState, minibatch: Batch, hp: Hyperparams, s: PPOStatic
 ) -> tuple[UpdateState, dict]:
-    """One optimiser step: clip the gradient's global norm, Adam, scaled step size."""
+    """One optimiser step (``nnxrl.optim``: clip the global norm, Adam, the annealed
+    step size), with the traced learning rate and clip norm."""
     grads, metrics = jax.grad(ppo_loss, has_aux=True)(state.params, minibatch, hp, s)
-    grads, grad_norm = clip_by_global_norm(grads, hp.max_grad_norm)
-    direction, opt_state = s.tx.update(grads, state.opt_state, state.params)
-    lr = hp.learning_rate * s.lr_schedule(state.opt_step)
-    params = jax.tree.map(lambda p, d: p - lr * d, state.params, direction)
-    metrics = {**metrics, "stats/grad_norm": grad_norm, "stats/learning_rate": lr}
+    params, opt_state = optim.step(
+        s.tx,
+        grads,
+        state.opt_state,
+        state.params,
+        learning_rate=hp.learning_rate,
+        max_grad_norm=hp.max_grad_norm,
+    )
+    metrics = {
+        **metrics,
+        "stats/grad_norm": optax.tree.norm(grads),
+        "stats/learning_rate": hp.learning_rate * s.lr_schedule(state.opt_step),
+    }
     return UpdateState(params, opt_state, state.opt_step + 1), metrics
 
 
@@ -300,13 +311,6 @@ def ppo_loss(
     if per_stream.shape[0] == 2:
         metrics["loss/value_intrinsic"] = per_stream[1]
     return total, metrics
-
-
-def clip_by_global_norm(grads: Any, max_norm: jax.Array) -> tuple[Any, jax.Array]:
-    """g * min(1, max_norm / ||g||); returns the clipped grads and ||g||."""
-    norm = optax.tree.norm(grads)
-    scale = jnp.minimum(1.0, max_norm / jnp.maximum(norm, 1e-12))
-    return jax.tree.map(lambda g: g * scale, grads), norm
 
 
 def summarize(
@@ -350,27 +354,23 @@ def summarize(
 # --------------------------------------------------------------------------------------
 
 
-def init_params(key: jax.Array, *, make_network: Callable, addon: Addon) -> Any:
-    """(network params, add-on params) for ``key``, built eagerly, outside jit."""
-    network = nnx.state(make_network(jax.random.fold_in(key, 0)))
-    return network, addon.init_params(jax.random.fold_in(key, 2))
-
-
-def init(key: jax.Array, params: Any, *, s: PPOStatic, hidden: jax.Array) -> RunState:
-    """The run state before the first update, around freshly initialised params."""
-    network_params, addon_params = params
-    env_key, addon_key, key = jax.random.split(jax.random.fold_in(key, 1), 3)
+def init(key: jax.Array, *, s: PPOStatic) -> RunState:
+    """The run state before the first update: fresh networks, optimiser, envs and
+    add-on (jittable, and vmappable over keys for many seeds)."""
+    network = build_network(s.network, s.env.spec, s.num_streams, jax.random.fold_in(key, 0))
+    params = nnx.state(network)
+    env_key, _, run_key = jax.random.split(jax.random.fold_in(key, 1), 3)
     obs, env_state = s.env.reset(env_key)
     return RunState(
-        params=network_params,
-        opt_state=s.tx.init(network_params),
+        params=params,
+        opt_state=s.tx.init(params),
         env_state=env_state,
         obs=obs,
-        hidden=hidden,
+        hidden=network.initial_hidden(s.env.num_envs),
         start=jnp.ones(s.env.num_envs, bool),
-        key=key,
+        key=run_key,
         update=jnp.int32(0),
-        addon=s.addon.init(addon_key, addon_params),
+        addon=s.addon.init(jax.random.fold_in(key, 2)),
     )
 
 
@@ -385,16 +385,19 @@ def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
     p = config.ppo
     addon = addon if addon is not None else no_bonus(NoOptions(), None)
     num_streams = config.intrinsic.num_reward_streams
-    make_network = partial(build_network, config.network, env.spec, num_streams)
-    network = make_network(jax.random.key(0))
-    graphdef, _ = nnx.split(network)
+    shapes = nnx.eval_shape(
+        lambda: build_network(config.network, env.spec, num_streams, jax.random.key(0))
+    )
+    graphdef, _ = nnx.split(shapes)
     total_steps = config.num_updates * p.num_epochs * p.num_minibatches
+    lr_schedule = linear_decay(total_steps) if p.anneal_lr else constant_one
     s = PPOStatic(
         env=env,
+        network=config.network,
         graphdef=graphdef,
         addon=addon,
-        tx=optax.scale_by_adam(eps=p.adam_eps),
-        lr_schedule=linear_decay(total_steps) if p.anneal_lr else constant_one,
+        tx=make_optimizer(p.adam_eps, lr_schedule),
+        lr_schedule=lr_schedule,
         num_steps=p.num_steps,
         num_epochs=p.num_epochs,
         num_minibatches=p.num_minibatches,
@@ -406,8 +409,7 @@ def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
         achievement_names=env.spec.achievement_names,
     )
     return PPO(
-        init=partial(init, s=s, hidden=network.initial_hidden(env.num_envs)),
-        init_params=partial(init_params, make_network=make_network, addon=addon),
+        init=partial(init, s=s),
         update=partial(train_update, s=s),
         graphdef=graphdef,
     )
@@ -438,6 +440,6 @@ def linear_decay(total_steps: int) -> Callable[[jax.Array], jax.Array]:
     return lambda step: 1.0 - step / max(total_steps - 1, 1)
 
 
-def constant_one(step: jax.Array) -> float:
+def constant_one(step: jax.Array) -> jax.Array:
     """No annealing: the step size stays at its configured value."""
-    return 1.0
+    return jnp.ones_like(step, jnp.float32)

@@ -3,8 +3,7 @@
 An algorithm calls an add-on at three fixed points and never needs to know which
 one it holds:
 
-    params = addon.init_params(key)               # on the host: the add-on's networks
-    state  = addon.init(key, params)              # inside the compiled program
+    state  = addon.init(key)                      # networks, optimiser, memory (jittable)
     ... collect a rollout ...
     state, bonus [T, B], metrics = addon.reward(state, experience)
     state, metrics = addon.update(state, experience, key)
@@ -65,8 +64,7 @@ class AddonContext:
 class Addon(NamedTuple):
     """An add-on's four pure functions, its configuration already bound."""
 
-    init_params: Callable[[jax.Array], Any]  # key -> params (host side, outside jit)
-    init: Callable[[jax.Array, Any], Any]  # (key, params) -> state
+    init: Callable[[jax.Array], Any]  # key -> state (jittable, vmappable over keys)
     reward: Callable[[Any, Experience], tuple[Any, jax.Array, dict]]
     update: Callable[[Any, Experience, jax.Array], tuple[Any, dict]]
 
@@ -88,8 +86,7 @@ def no_bonus(options: NoOptions, context: AddonContext) -> Addon:
         return state, jnp.zeros(experience.action.shape, jnp.float32), {}
 
     return Addon(
-        init_params=lambda key: (),
-        init=lambda key, params: (),
+        init=lambda key: (),
         reward=reward,
         update=lambda state, experience, key: (state, {}),
     )

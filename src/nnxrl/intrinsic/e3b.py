@@ -67,7 +67,10 @@ def elliptical_bonus(
     return jax.lax.scan(step, inverse_covariance, (x, episode_end))
 
 
-def init(key: jax.Array, params: Any, *, tx, num_envs: int, options: E3BOptions) -> E3BState:
+def init(
+    key: jax.Array, *, make_network: Any, tx: Any, num_envs: int, options: E3BOptions
+) -> E3BState:
+    params = nnx.state(make_network(key))
     d = options.latent_size
     fresh = jnp.eye(d, dtype=jnp.float32) / options.ridge
     return E3BState(
@@ -106,7 +109,7 @@ def make_e3b(options: E3BOptions, context: AddonContext) -> Addon:
     def make_network(key):
         return InverseDynamics.from_options(options, context.obs_shape, context.num_actions, key)
 
-    graphdef, _ = nnx.split(make_network(jax.random.key(0)))
+    graphdef, _ = nnx.split(nnx.eval_shape(lambda: make_network(jax.random.key(0))))
     tx = make_optimizer(context)
     fit_fn = partial(
         fit,
@@ -116,8 +119,9 @@ def make_e3b(options: E3BOptions, context: AddonContext) -> Addon:
         num_minibatches=context.num_minibatches,
     )
     return Addon(
-        init_params=lambda key: nnx.state(make_network(key)),
-        init=partial(init, tx=tx, num_envs=context.num_envs, options=options),
+        init=partial(
+            init, make_network=make_network, tx=tx, num_envs=context.num_envs, options=options
+        ),
         reward=partial(reward, graphdef=graphdef, ridge=options.ridge),
         update=partial(update_networks, fit_fn=fit_fn),
     )

@@ -2,7 +2,7 @@
 
 Each of ``num_epochs`` epochs shuffles the envs into ``num_minibatches`` sets of
 whole sequences (so a minibatch still holds each obs next to the one after it)
-and takes one optimiser step per set: global-norm clipping, then Adam.
+and takes one optimiser step per set (nnxrl's optimiser: global-norm clipping, Adam).
 """
 
 from __future__ import annotations
@@ -14,14 +14,15 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from nnxrl import optim
 from nnxrl.intrinsic.base import AddonContext, Experience
 from nnxrl.ops.minibatch import shuffle_env_sequences
 
 
 def make_optimizer(context: AddonContext) -> optax.GradientTransformation:
-    return optax.chain(
-        optax.clip_by_global_norm(context.max_grad_norm),
-        optax.adam(context.learning_rate, eps=context.adam_eps),
+    """nnxrl's optimiser (``nnxrl.optim``) at the add-on's fixed settings: clip, Adam."""
+    return optim.make_optimizer(
+        context.adam_eps, learning_rate=context.learning_rate, max_grad_norm=context.max_grad_norm
     )
 
 

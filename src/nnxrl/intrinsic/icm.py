@@ -66,7 +66,8 @@ class ICMState:
     opt_state: Any
 
 
-def init(key: jax.Array, params: Any, *, tx) -> ICMState:
+def init(key: jax.Array, *, make_networks: Any, tx: Any) -> ICMState:
+    params = nnx.state(make_networks(key))
     return ICMState(params=params, opt_state=tx.init(params))
 
 
@@ -103,7 +104,7 @@ def make_icm(options: ICMOptions, context: AddonContext) -> Addon:
     def make_networks(key):
         return ICMNetworks(options, context.obs_shape, context.num_actions, key)
 
-    graphdef, _ = nnx.split(make_networks(jax.random.key(0)))
+    graphdef, _ = nnx.split(nnx.eval_shape(lambda: make_networks(jax.random.key(0))))
     tx = make_optimizer(context)
     fit_fn = partial(
         fit,
@@ -113,8 +114,7 @@ def make_icm(options: ICMOptions, context: AddonContext) -> Addon:
         num_minibatches=context.num_minibatches,
     )
     return Addon(
-        init_params=lambda key: nnx.state(make_networks(key)),
-        init=partial(init, tx=tx),
+        init=partial(init, make_networks=make_networks, tx=tx),
         reward=partial(reward, graphdef=graphdef),
         update=partial(update_networks, fit_fn=fit_fn),
     )

@@ -81,13 +81,11 @@ class RNDState:
     returns: jax.Array  # [B]: R per env
 
 
-def init_params(key: jax.Array, *, make_networks) -> Any:
+def init(
+    key: jax.Array, *, make_networks: Any, tx: Any, num_envs: int, obs_shape: tuple[int, ...]
+) -> RNDState:
     networks = make_networks(key)
-    return nnx.state(networks.predictor), nnx.state(networks.target)
-
-
-def init(key: jax.Array, params: Any, *, tx, num_envs: int, obs_shape: tuple[int, ...]) -> RNDState:
-    predictor, target = params
+    predictor, target = nnx.state(networks.predictor), nnx.state(networks.target)
     return RNDState(
         params=predictor,
         opt_state=tx.init(predictor),
@@ -157,15 +155,20 @@ def make_rnd(options: RNDOptions, context: AddonContext) -> Addon:
     def make_networks(key):
         return RNDNetworks(options, context.obs_shape, key)
 
-    graphdef, _ = nnx.split(make_networks(jax.random.key(0)).predictor)
+    graphdef, _ = nnx.split(nnx.eval_shape(lambda: make_networks(jax.random.key(0))).predictor)
     tx = make_optimizer(context)
     error_fn = partial(prediction_error, graphdef=graphdef, options=options)
     fit_fn = partial(
         fit, tx=tx, num_epochs=context.num_epochs, num_minibatches=context.num_minibatches
     )
     return Addon(
-        init_params=partial(init_params, make_networks=make_networks),
-        init=partial(init, tx=tx, num_envs=context.num_envs, obs_shape=context.obs_shape),
+        init=partial(
+            init,
+            make_networks=make_networks,
+            tx=tx,
+            num_envs=context.num_envs,
+            obs_shape=context.obs_shape,
+        ),
         reward=partial(reward, error_fn=error_fn, options=options, gamma=context.gamma),
         update=partial(update, error_fn=error_fn, fit_fn=fit_fn, loss_coef=options.loss_coef),
     )

@@ -2,8 +2,8 @@
 an MLP, a conv torso for images, and an encoder that picks between them.
 
 Flat observations are flattened; image observations (rank 3, ``[H, W, C]``) go
-through 3x3 stride-2 convolutions. Every layer is initialised orthogonally on the
-host (see ``initializers``), so modules are built eagerly, outside jit.
+through 3x3 stride-2 convolutions. Every layer is initialised orthogonally (see
+``initializers``), so modules can be built inside a compiled, vmapped init.
 """
 
 from __future__ import annotations

@@ -1,0 +1,106 @@
+"""Throughput of two source trees of nnxrl side by side (a refactor's A/B check).
+
+Each measurement is a fresh process that imports nnxrl from the given ``src``
+folder, compiles, and times training with logging off; the two trees take turns,
+``--rounds`` times, and the table gives medians and the ratio B/A.
+
+    git worktree add /tmp/before <commit>
+    uv run python benchmarks/ab.py /tmp/before/src src --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+MEASURE = r"""
+import json, sys, time
+from nnxrl.cli import use_all_cpu_cores
+use_all_cpu_cores()
+import jax
+from nnxrl import config as C
+name, path, overrides, chunks = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
+config = C.load(path, overrides)
+try:
+    from nnxrl.programs import compile_programs
+except ImportError:  # trees from before programs.py
+    from nnxrl.train import compile_programs
+t = time.perf_counter()
+programs = compile_programs(config)
+if hasattr(programs, "chunk_programs"):  # a program per chunk length
+    chunk = programs.chunk(config.updates_per_chunk)
+else:
+    chunk = programs.chunk
+state, metrics = chunk(programs.init(), programs.hp)
+jax.block_until_ready(metrics)
+compile_s = time.perf_counter() - t
+t = time.perf_counter()
+for _ in range(chunks):
+    state, metrics = chunk(state, programs.hp)
+jax.block_until_ready(metrics)
+steps = chunks * config.updates_per_chunk * config.batch_size * config.num_seeds
+print(json.dumps({"compile_s": compile_s, "sps": steps / (time.perf_counter() - t)}))
+"""
+
+CASES = {
+    "CartPole-v1, 1 seed": (
+        "configs/ppo-cartpole.yaml",
+        ["logging.updates_per_chunk=61", "logging.backends=[]"],
+        8,
+    ),
+    "CartPole-v1, 8 seeds": (
+        "configs/ppo-cartpole.yaml",
+        ["num_seeds=8", "logging.updates_per_chunk=61", "logging.backends=[]"],
+        4,
+    ),
+    "Craftax-Classic-Symbolic, 1 seed": (
+        "configs/ppo-craftax-classic-symbolic.yaml",
+        ["total_env_steps=1048576", "logging.updates_per_chunk=1", "logging.backends=[]"],
+        2,
+    ),
+}
+
+
+def measure(src: str, case: str) -> dict:
+    path, overrides, chunks = CASES[case]
+    env = {**os.environ, "PYTHONPATH": src}
+    args = [sys.executable, "-c", MEASURE, case, path, json.dumps(overrides), str(chunks)]
+    done = subprocess.run(args, capture_output=True, text=True, env=env, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("src_a")
+    parser.add_argument("src_b")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cases", nargs="*", default=list(CASES))
+    args = parser.parse_args()
+    rows = []
+    for case in args.cases:
+        results: dict[str, list[dict]] = {"a": [], "b": []}
+        for r in range(args.rounds):
+            for side, src in (("a", args.src_a), ("b", args.src_b)):
+                results[side].append(measure(src, case))
+                print(f"{case} round {r + 1} {side}: {results[side][-1]}", flush=True)
+        med = {
+            side: {k: statistics.median(x[k] for x in v) for k in ("compile_s", "sps")}
+            for side, v in results.items()
+        }
+        rows.append((case, med))
+    print("\n| run | A env steps/s | B env steps/s | B/A | A compile s | B compile s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for case, m in rows:
+        a, b = m["a"], m["b"]
+        print(
+            f"| {case} | {a['sps']:,.0f} | {b['sps']:,.0f} | {b['sps'] / a['sps']:.2f} "
+            f"| {a['compile_s']:.1f} | {b['compile_s']:.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
