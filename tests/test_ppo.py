@@ -70,3 +70,31 @@ def test_advantage_normalization_modes_run_and_differ(mode):
         results[m] = np.asarray(metrics["loss/policy"])
     # the first update starts from the same parameters and data; normalisation changes it
     assert not np.allclose(results["minibatch"][0], results[mode][0])
+
+
+def test_init_is_one_function_that_jits_and_vmaps_over_seeds():
+    """Networks (orthogonal, in jnp), optimiser, envs and the add-on's networks are all
+    made inside one compiled, vmapped init."""
+    from nnxrl.intrinsic import addon_for
+
+    config = C.load(
+        "configs/rnd-craftax-classic-symbolic.yaml",
+        [*TINY, "env.id=CartPole-v1", "env.reset_ratio=1", "intrinsic.options={width: 16}"],
+    )
+    env = make_env(config.env)
+    ppo = make_ppo(config, env, addon_for(config, env.spec, config.ppo.num_minibatches))
+    keys = jax.random.split(jax.random.key(0), 3)
+    states = jax.jit(jax.vmap(ppo.init))(keys)
+    kernels = [x for x in jax.tree.leaves(states.params) if x.ndim == 3]  # [S, in, out]
+    assert kernels and all(k.shape[0] == 3 for k in kernels)
+    for kernel in kernels:
+        assert not np.allclose(kernel[0], kernel[1])  # seeds differ
+        w = np.asarray(kernel[0])
+        gram = w.T @ w if w.shape[0] >= w.shape[1] else w @ w.T
+        scale = gram[0, 0]  # orthogonal up to the layer's gain
+        np.testing.assert_allclose(gram, scale * np.eye(len(gram)), atol=1e-4 * max(scale, 1))
+    predictor = jax.tree.leaves(states.addon.params)
+    assert predictor and all(x.shape[0] == 3 for x in predictor)
+    single = jax.jit(ppo.init)(keys[1])
+    for a, b in zip(jax.tree.leaves(single.params), jax.tree.leaves(states.params), strict=True):
+        np.testing.assert_allclose(a, b[1], rtol=1e-5, atol=1e-6)

@@ -8,6 +8,8 @@ A checkpoint lives in ``RUN_DIR/checkpoints/<update>/`` and holds two items:
 - ``meta`` (JSON): the update reached, the resolved config, the leaves' paths,
   shapes and dtypes, and the logging position (the MLflow run to continue).
 
+``Cadence`` says when a run takes its periodic checkpoints.
+
 Orbax writes a checkpoint into a temporary directory and renames it when complete,
 so a process killed mid-save leaves the earlier checkpoints as they were. Nothing
 is unpickled: arrays are read by tensorstore, the rest is JSON. Restoring needs a
@@ -22,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,21 @@ import jax
 import numpy as np
 
 from nnxrl.errors import StorageError
+
+
+@dataclass
+class Cadence:
+    """When to take a periodic checkpoint: each time the update count passes a
+    multiple of ``every_updates``, or else once ``every_minutes`` have gone by."""
+
+    every_updates: int | None
+    every_seconds: float
+    last_time: float = field(default_factory=time.perf_counter)
+
+    def due(self, previous: int, update: int) -> bool:
+        if self.every_updates is not None:
+            return update // self.every_updates > previous // self.every_updates
+        return time.perf_counter() - self.last_time >= self.every_seconds
 
 
 class CheckpointError(RuntimeError):

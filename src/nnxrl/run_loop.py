@@ -43,21 +43,6 @@ class Outcome:
     message: str = ""
 
 
-@dataclass
-class Cadence:
-    """When to take a periodic checkpoint: each time the update count passes a
-    multiple of ``every_updates``, or else once ``every_minutes`` have gone by."""
-
-    every_updates: int | None
-    every_seconds: float
-    last_time: float = field(default_factory=time.perf_counter)
-
-    def due(self, previous: int, update: int) -> bool:
-        if self.every_updates is not None:
-            return update // self.every_updates > previous // self.every_updates
-        return time.perf_counter() - self.last_time >= self.every_seconds
-
-
 class RunLoop:
     """Runs the chunks of one run from ``start_update`` (see the module docstring)."""
 
@@ -74,7 +59,7 @@ class RunLoop:
         self.config, self.programs, self.logger = config, programs, logger
         self.out_dir, self.stop, self.stop_after = out_dir, stop, stop_after
         c = config.checkpoint
-        self.cadence = Cadence(c.every_updates, 60.0 * c.every_minutes)
+        self.cadence = checkpoint.Cadence(c.every_updates, 60.0 * c.every_minutes)
         self.start_update = start_update
         # a resumed run's start is already checkpointed; update 0 needs none
         self.saved_at: int = start_update
