@@ -79,7 +79,8 @@ def test_init_is_one_function_that_jits_and_vmaps_over_seeds():
 
     config = C.load(
         "configs/rnd-craftax-classic-symbolic.yaml",
-        [*TINY, "env.id=CartPole-v1", "env.reset_ratio=1", "intrinsic.options={width: 16}"],
+        [*TINY, "env.id=CartPole-v1", "env.num_envs=4", "env.reset_ratio=1", "network.width=32"]
+        + ["intrinsic.options={width: 16}", "intrinsic.num_minibatches=2"],
     )
     env = make_env(config.env)
     ppo = make_ppo(config, env, addon_for(config, env.spec, config.ppo.num_minibatches))
