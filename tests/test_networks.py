@@ -22,9 +22,13 @@ def test_orthogonal_init_depends_on_key():
     assert not np.allclose(a, b)
 
 
-def test_orthogonal_init_refuses_traced_keys():
-    with pytest.raises(TypeError, match="outside jit"):
-        jax.jit(lambda k: orthogonal()(k, (4, 4)))(jax.random.key(0))
+def test_orthogonal_init_runs_inside_jit_and_vmap_like_outside():
+    keys = jax.random.split(jax.random.key(0), 3)
+    batched = jax.jit(jax.vmap(lambda k: orthogonal()(k, (64, 16))))(keys)
+    for i, key in enumerate(keys):
+        np.testing.assert_allclose(batched[i], orthogonal()(key, (64, 16)), atol=1e-6)
+        gram = np.asarray(batched[i]).T @ np.asarray(batched[i])
+        np.testing.assert_allclose(gram, np.eye(16), atol=1e-5)
 
 
 def test_actor_critic_shapes_flat_and_pixels():
