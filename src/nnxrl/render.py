@@ -43,9 +43,12 @@ def draw_cartpole(state: Any, size: tuple[int, int] = (240, 360)) -> np.ndarray:
 
 
 def with_timeline(frame: np.ndarray, index: int, count: int) -> np.ndarray:
-    """The frame with a 4-pixel progress bar below it (step index / steps)."""
+    """The frame with a 4-pixel progress bar below it (step index / steps). The bar's
+    first pixel column alternates shade from step to step, so no two consecutive
+    frames are identical (GIF writers merge identical ones: one frame per step)."""
     bar = np.full((4, frame.shape[1], 3), 220, np.uint8)
     bar[:, : int(frame.shape[1] * (index + 1) / count)] = (30, 90, 200)
+    bar[:, 0] = (30, 90, 200) if index % 2 else (20, 60, 140)
     return np.concatenate([frame, bar], axis=0)
 
 

@@ -36,6 +36,28 @@ def local_store_uri_of(path: Path) -> str:
     return f"sqlite:///{path.resolve().as_posix()}"
 
 
+def check_sqlite_store(uri: str) -> None:
+    """Fail at once when a SQLite store cannot be written (MLflow itself retries the
+    connection 10 times with doubling waits, about 100 s, before it gives up)."""
+    if not uri.startswith("sqlite:///"):
+        return
+    path = Path(uri[len("sqlite:///") :])
+    try:
+        if path.exists():
+            with path.open("r+b"):
+                pass
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            probe = path.parent / f".nnxrl-write-check-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+    except OSError as e:
+        raise RuntimeError(
+            f"the MLflow store {path} cannot be written ({e.strerror}); point "
+            "logging.mlflow_tracking_uri at a writable place, or leave it unset"
+        ) from None
+
+
 def forget_engine(uri: str) -> None:
     """Drop what MLflow caches for ``uri`` for the life of the process (a database
     engine per URI, a store object per URI), so that a store replaced on disk is
@@ -107,6 +129,7 @@ class MlflowBackend:
             os.environ.setdefault(name, value)
         self._metric_cls = Metric
         self._mlflow = mlflow
+        check_sqlite_store(self.tracking_uri)
         if self.run_id is not None and self._continue_run():
             return
         if self.local:
