@@ -4,8 +4,8 @@ Each measurement is a fresh process that imports nnxrl from the given ``src``
 folder, compiles, and times training with logging off; the two trees take turns,
 ``--rounds`` times, and the table gives medians and the ratio B/A.
 
-    git worktree add /tmp/before <commit>
-    uv run python benchmarks/ab.py /tmp/before/src src --rounds 3
+    git worktree add ../before <commit>
+    uv run python benchmarks/ab.py ../before/src src --rounds 3
 """
 
 from __future__ import annotations
