@@ -30,6 +30,10 @@ TINY_CARTPOLE = [
     "logging.backends=[]",
 ]
 
+# The same sizes for PQN configs (its settings live in the pqn section).
+TINY_PQN_CRAFTAX = [s.replace("ppo.", "pqn.") for s in TINY_CRAFTAX] + ["network.num_layers=2"]
+TINY_PQN_CARTPOLE = [s.replace("ppo.", "pqn.") for s in TINY_CARTPOLE]
+
 
 def train(out: Path, config: str, overrides: list[str]) -> list[dict]:
     """``nnxrl train config --out out --set ...``; returns the metrics.jsonl records."""

@@ -68,7 +68,7 @@ def test_learning_rate_anneals_to_exactly_zero(tiny_run):
         k0 = (r["update"] - 1) * steps
         expected = np.mean([2.5e-4 * (1 - k / (total - 1)) for k in range(k0, k0 + steps)])
         assert r["stats/learning_rate"] == pytest.approx(expected, rel=1e-5)
-    from nnxrl.algos.ppo import linear_decay
+    from nnxrl.optim import linear_decay
 
     assert float(linear_decay(total)(total - 1)) == 0.0
 

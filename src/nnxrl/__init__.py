@@ -10,15 +10,18 @@ The public Python API (see the README's "Python API" section):
   ``from_single(...)`` (your own single-env JAX functions as a batched env);
 - add-ons: ``register_addon(name, Options, factory)`` (options declared with
   ``setting``), ``Addon``, ``AddonContext``, ``Experience``;
-- your own loop: ``make_ppo(config, env, addon)`` gives ``init(key)`` and ``update``
-  (both jittable; ``init`` vmaps over keys); ``hyperparams_from(config)`` the traced
-  coefficients;
+- your own loop: ``make_algorithm(config, env, addon)`` (or ``make_ppo`` /
+  ``make_pqn``) gives ``init(key)`` and ``update`` (both jittable; ``init`` vmaps over
+  keys); ``hyperparams_from(config)`` the traced coefficients of ``config.algo``;
 - policies: ``load_policy(dir)``, ``policy_from_checkpoint(run_dir)``, ``Policy.act``.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from nnxrl.algos.ppo import hyperparams_from, make_ppo
+from nnxrl.algos.ppo import make_ppo
+from nnxrl.algos.pqn import make_pqn
+from nnxrl.algos.registry import hyperparams_for as hyperparams_from
+from nnxrl.algos.registry import make_algorithm
 from nnxrl.config import Config, ConfigError
 from nnxrl.config import from_dict as config_from_dict
 from nnxrl.config import load as load_config
@@ -52,8 +55,10 @@ __all__ = [
     "hyperparams_from",
     "load_config",
     "load_policy",
+    "make_algorithm",
     "make_env",
     "make_ppo",
+    "make_pqn",
     "policy_from_checkpoint",
     "register_addon",
     "register_env",

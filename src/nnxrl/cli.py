@@ -2,8 +2,9 @@
 
 nnxrl train CONFIG [--set KEY=VALUE ...] [--out DIR] [--stop-after UPDATES]
 nnxrl train --resume RUN_DIR [CONFIG] [--set KEY=VALUE ...] [--step UPDATE]
-nnxrl eval RUN_DIR|POLICY_DIR [--episodes N] [--greedy] [--step UPDATE] [--json FILE]
-nnxrl render RUN_DIR|POLICY_DIR [--seed I] [--out episode.gif] [--greedy] [--step UPDATE]
+nnxrl eval RUN_DIR|POLICY_DIR [--episodes N] [--greedy | --epsilon E] [--step UPDATE] [--json FILE]
+nnxrl render RUN_DIR|POLICY_DIR [--seed I] [--out episode.gif] [--greedy | --epsilon E]
+             [--step UPDATE]
 nnxrl export RUN_DIR [--step UPDATE] [--out DIR]
 nnxrl plot RUN_DIR [RUN_DIR ...] [--metric NAME] [--out FILE.png]
 nnxrl --plugin MODULE ...   (import MODULE first: it may register envs and add-ons)
@@ -61,7 +62,8 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_policy(path: str, step: int | None):
+def _load_policy(path: str, step: int | None, epsilon: float | None = None):
+    import dataclasses
     from pathlib import Path
 
     from nnxrl.policy import load_policy, policy_from_checkpoint
@@ -69,8 +71,27 @@ def _load_policy(path: str, step: int | None):
     if (Path(path) / "policy.yaml").is_file():
         if step is not None:
             raise config_lib.ConfigError("--step: a saved policy has no checkpoints to choose from")
-        return load_policy(path)
-    return policy_from_checkpoint(path, step)
+        policy = load_policy(path)
+    else:
+        policy = policy_from_checkpoint(path, step)
+    if epsilon is None:
+        return policy
+    if policy.algo != "pqn":
+        raise config_lib.ConfigError(
+            f"--epsilon: {path} holds a {policy.algo} policy, which samples from its own "
+            "action distribution; --epsilon is for PQN (Q-network) policies. Leave it out, "
+            "or pass --greedy"
+        )
+    return dataclasses.replace(policy, epsilon=epsilon)
+
+
+def _action_kind(policy, greedy: bool) -> str:
+    """How actions are chosen, in words."""
+    if greedy or (policy.algo == "pqn" and policy.epsilon == 0):
+        return "greedy"
+    if policy.algo == "pqn":
+        return f"epsilon-greedy (epsilon={policy.epsilon:g})"
+    return "sampled"
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -83,10 +104,10 @@ def _eval(args: argparse.Namespace) -> int:
 
     if args.json:
         ensure_writable_file(args.json, "--json")
-    policy = _load_policy(args.run, args.step)
+    policy = _load_policy(args.run, args.step, args.epsilon)
     results = play_first_episodes(policy, args.episodes, args.greedy, jax.random.key(args.key))
     rows = summarize_episodes(results, achievement_names(policy))
-    actions = "greedy" if args.greedy else "sampled"
+    actions = _action_kind(policy, args.greedy)
     print(f"{policy.env.id}: {args.episodes} episodes per seed, {actions} actions")
     print("| seed | episodes | return | length |")
     print("|---:|---:|---:|---:|")
@@ -104,6 +125,8 @@ def _eval(args: argparse.Namespace) -> int:
     report = {
         "env": policy.env.id,
         "episodes": args.episodes,
+        "algo": policy.algo,
+        "actions": actions,
         "greedy": args.greedy,
         "seeds": rows,
     }
@@ -124,7 +147,7 @@ def _render(args: argparse.Namespace) -> int:
     from nnxrl.run_dir import ensure_writable_file
 
     ensure_writable_file(args.out, "--out")
-    policy = _load_policy(args.run, args.step)
+    policy = _load_policy(args.run, args.step, args.epsilon)
     info = render_episode(policy, args.seed, args.out, jax.random.key(args.key), args.greedy)
     ended = "" if info["ended"] else " (stopped at the step limit)"
     print(f"wrote {args.out}: {info['frames']} frames, return {info['return']:.2f}{ended}")
@@ -172,6 +195,17 @@ def _count(low: int, high: int | None = None):
         return value
 
     return parse
+
+
+def _probability(text: str) -> float:
+    """An argparse type: a number in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value} is out of range; it must be between 0 and 1")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -251,6 +285,13 @@ def build_parser() -> argparse.ArgumentParser:
             cmd.add_argument("--out", help="output directory (default RUN_DIR/policy)")
         if name in ("eval", "render"):
             cmd.add_argument("--greedy", action="store_true", help="take the most likely action")
+            cmd.add_argument(
+                "--epsilon",
+                type=_probability,
+                metavar="E",
+                help="PQN policies: act epsilon-greedily, a random action with probability "
+                "E (default 0: greedy)",
+            )
             cmd.add_argument(
                 "--key",
                 type=_count(0, config_lib.MAX_SEED),

@@ -45,16 +45,23 @@ class EnvConfig:
 class NetworkConfig:
     kind: Literal["feedforward", "gru"] = _field(
         "feedforward",
-        "feedforward: separate actor and critic MLPs; gru: an embedding layer and a GRU "
-        "core of size width shared by actor and critic MLP heads (recurrent PPO, trained "
-        "on whole env sequences).",
+        "feedforward: separate actor and critic MLPs (PQN: one Q-network MLP); gru: an "
+        "embedding and a GRU core of size width, shared by actor and critic MLP heads "
+        "(PQN: under a linear Q head), trained on whole env sequences.",
     )
-    num_layers: int = _field(2, "Hidden layers in each of the actor and critic MLPs.", low=1)
+    num_layers: int = _field(
+        2, "Hidden layers in each of the actor and critic MLPs (PQN: of the Q-network).", low=1
+    )
     width: int = _field(64, "Units per hidden layer.", low=1)
     activation: Literal["tanh", "relu", "gelu", "silu"] = _field("tanh", "Hidden activation.")
     conv_features: tuple = _field(
         (32, 64, 64),
         "Channels of the 3x3 stride-2 conv torso used for image observations (rank 3).",
+    )
+    layer_norm: bool | None = _field(
+        None,
+        "LayerNorm after each hidden layer, before its activation (None: on for PQN, as "
+        "in its paper; off for PPO).",
     )
 
 
@@ -84,6 +91,46 @@ class PPOConfig:
 
 
 @dataclass(frozen=True)
+class PQNConfig:
+    num_steps: int = _field(64, "Rollout length per env per update.", low=1)
+    num_epochs: int = _field(4, "Passes over each rollout batch.", low=1)
+    num_minibatches: int = _field(16, "Minibatches per epoch.", low=1)
+    learning_rate: float = _field(
+        1e-4, "Optimiser step size (start of the schedule).", low=0, low_open=True
+    )
+    anneal_lr: bool = _field(
+        True, "Anneal the step size linearly to exactly zero on the last optimiser step."
+    )
+    optimizer: Literal["radam", "adam"] = _field(
+        "radam", "Update direction: RAdam (the paper's) or Adam, after the gradient clip."
+    )
+    adam_eps: float = _field(1e-8, "(R)Adam epsilon.", low=0, low_open=True)
+    max_grad_norm: float = _field(10.0, "Global gradient-norm clip.", low=0, low_open=True)
+    gamma: float = _field(0.99, "Discount factor.", low=0, high=1)
+    q_lambda: float = _field(
+        0.95, "Q(lambda) trace: 0 gives one-step TD targets, 1 Monte-Carlo returns.", low=0, high=1
+    )
+    epsilon_start: float = _field(1.0, "Exploration: epsilon at the first update.", low=0, high=1)
+    epsilon_finish: float = _field(
+        0.05, "Exploration: epsilon from the end of the decay on.", low=0, high=1
+    )
+    epsilon_decay_fraction: float = _field(
+        0.2,
+        "Fraction of the updates over which epsilon decays linearly from epsilon_start "
+        "to epsilon_finish (0: epsilon_finish from the start).",
+        low=0,
+        high=1,
+    )
+    loss: Literal["squared", "huber"] = _field(
+        "squared", "Regression loss to the Q(lambda) targets: 0.5 (Q - G)^2 or Huber."
+    )
+    huber_delta: float = _field(1.0, "huber: where the loss turns linear.", low=0, low_open=True)
+    reward_scale: float = _field(
+        1.0, "Multiplier of the extrinsic reward in the targets (not in the logged returns).", low=0
+    )
+
+
+@dataclass(frozen=True)
 class IntrinsicConfig:
     addon: str = _field(
         "none",
@@ -93,8 +140,9 @@ class IntrinsicConfig:
     mode: Literal["reward", "value_head"] = _field(
         "reward",
         "How the algorithm consumes the bonus: 'reward' adds reward_coef * bonus to the "
-        "extrinsic reward; 'value_head' learns it with a second critic output and its own "
-        "GAE (gamma, episodic), the advantages combined with the two *_adv_coef.",
+        "extrinsic reward; 'value_head' learns it with a second critic output (PQN: a "
+        "second Q head) with its own discount and returns (gamma, episodic), the two "
+        "streams weighted by the two *_adv_coef (PQN: acting on the weighted sum of Qs).",
     )
     reward_coef: float = _field(1.0, "Scale of the intrinsic reward stream.", low=0)
     gamma: float = _field(0.99, "value_head: discount of the intrinsic stream.", low=0, high=1)
@@ -118,7 +166,7 @@ class IntrinsicConfig:
     num_minibatches: int | None = _field(
         None,
         "Add-on minibatches per epoch, each a set of whole env sequences (None: "
-        "ppo.num_minibatches). Must divide env.num_envs.",
+        "the algorithm's num_minibatches). Must divide env.num_envs.",
         low=1,
     )
     options: dict = _field(
@@ -184,6 +232,11 @@ class CheckpointConfig:
 
 @dataclass(frozen=True)
 class Config:
+    algo: Literal["ppo", "pqn"] = _field(
+        "ppo",
+        "The learning algorithm: ppo (actor-critic, section ppo) or pqn (parallel "
+        "Q-learning with Q(lambda) targets, section pqn).",
+    )
     seed: int = _field(
         0,
         "Base PRNG seed; seed i of num_seeds uses fold_in(seed, i). JAX keys take 32 bits.",
@@ -194,16 +247,22 @@ class Config:
     total_env_steps: int = _field(500_000, "Environment steps per seed.", low=1)
     env: EnvConfig = _section(EnvConfig, "Environment and batching.")
     network: NetworkConfig = _section(NetworkConfig, "Actor and critic networks.")
-    ppo: PPOConfig = _section(PPOConfig, "PPO hyperparameters.")
+    ppo: PPOConfig = _section(PPOConfig, "PPO hyperparameters (algo: ppo).")
+    pqn: PQNConfig = _section(PQNConfig, "PQN hyperparameters (algo: pqn).")
     intrinsic: IntrinsicConfig = _section(IntrinsicConfig, "Intrinsic-motivation add-on.")
     logging: LoggingConfig = _section(LoggingConfig, "Host-side hand-off and printing.")
     checkpoint: CheckpointConfig = _section(CheckpointConfig, "Checkpoints and resume.")
 
     # Derived quantities ---------------------------------------------------------------
     @property
+    def algo_config(self) -> PPOConfig | PQNConfig:
+        """The section of the chosen algorithm (ppo or pqn)."""
+        return getattr(self, self.algo)
+
+    @property
     def batch_size(self) -> int:
         """Transitions per update per seed: num_envs * num_steps."""
-        return self.env.num_envs * self.ppo.num_steps
+        return self.env.num_envs * self.algo_config.num_steps
 
     @property
     def num_updates(self) -> int:
@@ -226,40 +285,42 @@ class Config:
 
 def validate(config: Config) -> Config:
     """Reject impossible combinations; returns the config unchanged when it is sound."""
-    env, ppo = config.env, config.ppo
+    env, algo, name = config.env, config.algo_config, config.algo
+    _reject_unused_section(config)
     if env.num_envs % env.reset_ratio:
         raise ConfigError(
             f"env.reset_ratio: {env.reset_ratio} does not divide env.num_envs={env.num_envs}; "
             "choose a divisor of num_envs"
         )
-    if config.batch_size % ppo.num_minibatches:
+    if config.batch_size % algo.num_minibatches:
         raise ConfigError(
-            f"ppo.num_minibatches: {ppo.num_minibatches} does not divide the batch of "
-            f"env.num_envs * ppo.num_steps = {env.num_envs} * {ppo.num_steps} = "
+            f"{name}.num_minibatches: {algo.num_minibatches} does not divide the batch of "
+            f"env.num_envs * {name}.num_steps = {env.num_envs} * {algo.num_steps} = "
             f"{config.batch_size} transitions; choose a divisor of {config.batch_size}"
         )
-    if config.network.kind == "gru" and env.num_envs % ppo.num_minibatches:
+    if config.network.kind == "gru" and env.num_envs % algo.num_minibatches:
         raise ConfigError(
-            f"ppo.num_minibatches: {ppo.num_minibatches} does not divide env.num_envs="
+            f"{name}.num_minibatches: {algo.num_minibatches} does not divide env.num_envs="
             f"{env.num_envs}; a recurrent network trains on minibatches of whole env "
             "sequences, so choose a divisor of num_envs"
         )
     if config.batch_size > MAX_BATCH:
         raise ConfigError(
-            f"env.num_envs: {env.num_envs} envs x ppo.num_steps={ppo.num_steps} make a batch "
-            f"of {config.batch_size:,} transitions, more than the {MAX_BATCH:,} one compiled "
-            "program can index; lower env.num_envs or ppo.num_steps"
+            f"env.num_envs: {env.num_envs} envs x {name}.num_steps={algo.num_steps} make a "
+            f"batch of {config.batch_size:,} transitions, more than the {MAX_BATCH:,} one "
+            f"compiled program can index; lower env.num_envs or {name}.num_steps"
         )
     if config.total_env_steps < config.batch_size:
         raise ConfigError(
             f"total_env_steps: {config.total_env_steps} is below one batch of "
-            f"env.num_envs * ppo.num_steps = {config.batch_size}; it must be at least that"
+            f"env.num_envs * {name}.num_steps = {config.batch_size}; it must be at least that"
         )
     chunk = config.logging.updates_per_chunk
     if chunk is not None and config.num_updates % chunk:
         raise ConfigError(
             f"logging.updates_per_chunk: {chunk} does not divide the {config.num_updates} "
-            f"updates (total_env_steps // (num_envs * num_steps)); choose a divisor"
+            f"updates (total_env_steps // (env.num_envs * {config.algo}.num_steps)); "
+            "choose a divisor"
         )
     every = config.checkpoint.every_updates
     if every is not None and every % config.updates_per_chunk:
@@ -273,6 +334,23 @@ def validate(config: Config) -> Config:
     return config
 
 
+def _reject_unused_section(config: Config) -> None:
+    """A section of the algorithm not chosen must be left at its defaults: settings
+    there would be silently ignored."""
+    for name, cls in (("ppo", PPOConfig), ("pqn", PQNConfig)):
+        if name == config.algo:
+            continue
+        changed = sorted(
+            k for k, v in to_dict(getattr(config, name)).items() if v != to_dict(cls())[k]
+        )
+        if changed:
+            raise ConfigError(
+                f"{name}: sets {', '.join(f'{name}.{k}' for k in changed)}, but algo is "
+                f"{config.algo!r}, which reads only the {config.algo} section; move these "
+                f"settings to {config.algo}.* or set algo: {name}"
+            )
+
+
 def _validate_intrinsic(config: Config) -> None:
     intrinsic = config.intrinsic
     if intrinsic.addon not in known_addons():
@@ -282,9 +360,9 @@ def _validate_intrinsic(config: Config) -> None:
             f"intrinsic.addon: {intrinsic.addon!r} is not a known add-on{hint} "
             f"Known: {sorted(known_addons())}"
         )
-    num_minibatches = intrinsic.num_minibatches or config.ppo.num_minibatches
+    num_minibatches = intrinsic.num_minibatches or config.algo_config.num_minibatches
     if config.env.num_envs % num_minibatches:
-        source = "intrinsic" if intrinsic.num_minibatches else "ppo (used by intrinsic)"
+        source = "intrinsic" if intrinsic.num_minibatches else f"{config.algo} (used by intrinsic)"
         raise ConfigError(
             f"{source}.num_minibatches: {num_minibatches} does not divide env.num_envs="
             f"{config.env.num_envs}; add-on minibatches are sets of whole env sequences, "

@@ -53,7 +53,7 @@ def play_first_episodes(
 
         def step(c):
             key, action_key, step_key = jax.random.split(c["key"], 3)
-            hidden, dist, _ = model.step(c["hidden"], c["obs"], c["start"])
+            hidden, dist = policy.action_distribution(model, c["hidden"], c["obs"], c["start"])
             action = dist.mode() if greedy else dist.sample(action_key)
             env_state, out = env.step(step_key, c["env_state"], action)
             ended = jnp.logical_or(out.terminated, out.truncated)

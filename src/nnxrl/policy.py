@@ -1,8 +1,9 @@
 """Saved policies: the trained network's parameters and what rebuilding it needs.
 
-``RUN_DIR/policy/`` holds ``policy.yaml`` (the env and network config, the number
-of value outputs and seeds) and ``params/`` (every seed's network parameters,
-stacked, written by Orbax under their paths in the network: no pickle).
+``RUN_DIR/policy/`` holds ``policy.yaml`` (the env and network config, the
+algorithm, the number of value outputs and seeds) and ``params/`` (every seed's
+network parameters, stacked, written by Orbax under their paths in the network: no
+pickle).
 ``load_policy`` rebuilds the network from the network config and the env's spec,
 without any training config or state, so others can evaluate, render or act with an
 agent from this folder alone; a run's checkpoints give the same through
@@ -25,20 +26,24 @@ from nnxrl import config as config_lib
 from nnxrl import schema
 from nnxrl.config import EnvConfig, NetworkConfig
 from nnxrl.envs import check_env_config, env_spec
-from nnxrl.networks import build_network
+from nnxrl.networks import Categorical, EpsilonGreedy, acting_values, build_network
 
 
 @dataclass
 class Policy:
-    """Everything needed to act: the env and network it was trained with and every
+    """Everything needed to act: the env and network it was trained with, the
+    algorithm (an actor-critic's policy, or epsilon-greedy on a Q-network) and every
     seed's parameters."""
 
     env: EnvConfig
     network: NetworkConfig
-    num_values: int  # critic outputs (reward streams)
+    num_values: int  # critic outputs or Q rows (reward streams)
     graphdef: Any
     params: Any  # nnx.State with a leading seed axis [S, ...]
     num_seeds: int
+    algo: str = "ppo"
+    stream_weights: tuple[float, ...] = (1.0,)  # pqn: weights of the streams' Qs
+    epsilon: float = 0.0  # pqn: random-action probability when sampling (0: greedy)
 
     def act(
         self,
@@ -51,9 +56,10 @@ class Policy:
         start: jax.Array | None = None,
     ) -> tuple[jax.Array, jax.Array]:
         """Actions [B] for observations [B, *obs_shape] with seed ``seed``'s network,
-        sampled (or the most likely with ``greedy``). Returns (actions, hidden): a
-        recurrent policy carries ``hidden`` from call to call (None: a fresh one) and
-        ``start`` [B] marks observations that begin an episode."""
+        sampled (or the most likely with ``greedy``; a Q-network samples
+        epsilon-greedily with ``epsilon``). Returns (actions, hidden): a recurrent
+        policy carries ``hidden`` from call to call (None: a fresh one) and ``start``
+        [B] marks observations that begin an episode."""
         model = nnx.merge(self.graphdef, jax.tree.map(lambda x: x[seed], self.params))
         obs = jnp.asarray(obs, jnp.float32)
         batch = obs.shape[0]
@@ -61,21 +67,50 @@ class Policy:
             hidden = model.initial_hidden(batch)
         if start is None:
             start = jnp.zeros(batch, bool)
-        hidden, dist, _ = model.step(hidden, obs, start)
+        hidden, dist = self.action_distribution(model, hidden, obs, start)
         return (dist.mode() if greedy else dist.sample(key)), hidden
+
+    def action_distribution(
+        self, model: Any, hidden: jax.Array, obs: jax.Array, start: jax.Array
+    ) -> tuple[jax.Array, Categorical | EpsilonGreedy]:
+        """One step of ``model`` (this policy's network, one seed's parameters):
+        (next hidden, the distribution actions are drawn from)."""
+        if self.algo == "pqn":
+            hidden, q = model.step(hidden, obs, start)
+            weights = jnp.asarray(self.stream_weights, jnp.float32)
+            return hidden, EpsilonGreedy(acting_values(q, weights), self.epsilon)
+        hidden, dist, _ = model.step(hidden, obs, start)
+        return hidden, dist
 
 
 def policy_of(config: config_lib.Config, params: Any) -> Policy:
     """The policy of a run of ``config`` whose network parameters are ``params``."""
     num_values = config.intrinsic.num_reward_streams
-    graphdef, _ = _network_template(config.env, config.network, num_values)
-    return Policy(config.env, config.network, num_values, graphdef, params, config.num_seeds)
+    graphdef, _ = _network_template(config.env, config.network, num_values, config.algo)
+    return Policy(
+        config.env,
+        config.network,
+        num_values,
+        graphdef,
+        params,
+        config.num_seeds,
+        algo=config.algo,
+        stream_weights=stream_weights_of(config),
+    )
 
 
-def _network_template(env: EnvConfig, network: NetworkConfig, num_values: int):
+def stream_weights_of(config: config_lib.Config) -> tuple[float, ...]:
+    """PQN's weights of the reward streams' Qs in the values it acts on."""
+    i = config.intrinsic
+    return (i.extrinsic_adv_coef, i.intrinsic_adv_coef)[: i.num_reward_streams]
+
+
+def _network_template(env: EnvConfig, network: NetworkConfig, num_values: int, algo: str):
     """(graphdef, params as shapes): the network's structure, nothing computed."""
     spec = env_spec(env)
-    model = nnx.eval_shape(lambda: build_network(network, spec, num_values, jax.random.key(0)))
+    model = nnx.eval_shape(
+        lambda: build_network(network, spec, num_values, jax.random.key(0), algo)
+    )
     return nnx.split(model)
 
 
@@ -102,6 +137,8 @@ def save_policy(directory: str | Path, policy: Policy) -> Path:
         "network": schema.to_dict(policy.network),
         "num_values": policy.num_values,
         "num_seeds": policy.num_seeds,
+        "algo": policy.algo,
+        "stream_weights": list(policy.stream_weights),
     }
     params = policy.params
     arrays = {path: np.asarray(x) for path, x in param_paths(jax.device_get(params))}
@@ -124,11 +161,22 @@ def load_policy(directory: str | Path) -> Policy:
     network = schema.build(NetworkConfig, spec["network"], "network.")
     check_env_config(env)
     num_values = int(spec.get("num_values", 1))
-    graphdef, template = _network_template(env, network, num_values)
+    algo = str(spec.get("algo", "ppo"))
+    graphdef, template = _network_template(env, network, num_values, algo)
     with ocp.StandardCheckpointer() as checkpointer:
         arrays = checkpointer.restore(directory / "params")
     params = _fill(template, lambda path: arrays.get(path), str(directory / "params"))
-    return Policy(env, network, num_values, graphdef, params, int(spec["num_seeds"]))
+    weights = tuple(float(w) for w in spec.get("stream_weights", [1.0] * num_values))
+    return Policy(
+        env,
+        network,
+        num_values,
+        graphdef,
+        params,
+        int(spec["num_seeds"]),
+        algo=algo,
+        stream_weights=weights,
+    )
 
 
 def policy_from_checkpoint(run_dir: str | Path, update: int | None = None) -> Policy:
@@ -138,7 +186,7 @@ def policy_from_checkpoint(run_dir: str | Path, update: int | None = None) -> Po
     meta = checkpoint.load_meta(run_dir, update)
     config = config_lib.from_dict(meta["config"])
     num_values = config.intrinsic.num_reward_streams
-    graphdef, template = _network_template(config.env, config.network, num_values)
+    graphdef, template = _network_template(config.env, config.network, num_values, config.algo)
     items, meta = checkpoint.read_items(run_dir, meta["update"], with_state=True)
     by_path = {path: f"leaf_{i:05d}" for i, path in enumerate(meta["paths"])}
     wanted = {d: by_path.get(".params" + k) for d, k in _checkpoint_paths(template).items()}
@@ -148,7 +196,7 @@ def policy_from_checkpoint(run_dir: str | Path, update: int | None = None) -> Po
         return None if name is None else items.get(name)
 
     params = _fill(template, lookup, meta["where"])
-    return Policy(config.env, config.network, num_values, graphdef, params, config.num_seeds)
+    return policy_of(config, params)
 
 
 def _checkpoint_paths(template: Any) -> dict[str, str]:

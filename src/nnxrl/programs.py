@@ -16,7 +16,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from nnxrl import config as config_lib
-from nnxrl.algos.ppo import hyperparams_from, make_ppo
+from nnxrl.algos.registry import hyperparams_for, make_algorithm
 from nnxrl.chunk import SEED_AXIS, train_chunk
 from nnxrl.envs import EnvSpec, make_env
 from nnxrl.intrinsic import addon_for
@@ -68,8 +68,9 @@ def compile_programs(config: config_lib.Config) -> Programs:
     with every array's leading seed axis sharded over the devices. ``init()`` gives
     the first RunState of every seed, networks included."""
     env = make_env(config.env)
-    algo = make_ppo(config, env, addon_for(config, env.spec, config.ppo.num_minibatches))
-    hp = hyperparams_from(config)
+    addon = addon_for(config, env.spec, config.algo_config.num_minibatches)
+    algo = make_algorithm(config, env, addon)
+    hp = hyperparams_for(config)
     by_seed = seed_sharding(config.num_seeds)
     replicated = NamedSharding(by_seed.mesh, P())
     keys = jax.device_put(seed_keys(config.seed, config.num_seeds), by_seed)

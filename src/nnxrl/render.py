@@ -89,7 +89,7 @@ def render_episode(
     @jax.jit
     def act_and_step(key, env_state, hidden, obs, start):
         action_key, step_key = jax.random.split(key)
-        hidden, dist, _ = model.step(hidden, obs, start)
+        hidden, dist = policy.action_distribution(model, hidden, obs, start)
         action = dist.mode() if greedy else dist.sample(action_key)
         env_state, result = env.step(step_key, env_state, action)
         return env_state, hidden, result

@@ -33,6 +33,24 @@ class Hyperparams(NamedTuple):
     intrinsic_adv_coef: jax.Array
 
 
+class PQNHyperparams(NamedTuple):
+    """PQN's traced coefficients (scalars, or [S] when swept)."""
+
+    learning_rate: jax.Array
+    max_grad_norm: jax.Array
+    gamma: jax.Array
+    q_lambda: jax.Array
+    epsilon_start: jax.Array
+    epsilon_finish: jax.Array
+    epsilon_decay_fraction: jax.Array  # of the run's updates
+    reward_scale: jax.Array  # multiplies the extrinsic reward in the targets
+    huber_delta: jax.Array
+    intrinsic_reward_coef: jax.Array
+    intrinsic_gamma: jax.Array
+    extrinsic_coef: jax.Array  # weights of the two streams' Qs in the acting values
+    intrinsic_coef: jax.Array
+
+
 class Transition(NamedTuple):
     """One rollout step for every env; stacked by the rollout scan to [T, B, ...]."""
 
@@ -47,6 +65,32 @@ class Transition(NamedTuple):
     truncated: jax.Array  # [B] bool
     final_value: jax.Array  # [B, K] V_old(final_obs): the bootstrap on truncation
     episode: dict[str, jax.Array]  # per-episode results where the episode ended
+
+
+class QTransition(NamedTuple):
+    """One PQN rollout step for every env; stacked by the rollout scan to [T, B, ...].
+    Values are per reward stream at the action the agent would take greedily."""
+
+    obs: jax.Array  # [B, *obs_shape]
+    hidden: jax.Array  # [B, H] the network's hidden state before this step
+    start: jax.Array  # [B] bool: obs is an episode's first observation
+    action: jax.Array  # [B] int32, epsilon-greedy
+    value: jax.Array  # [B, K] Q_k(obs, a*), a* = argmax of the acting values
+    reward: jax.Array  # [B]
+    terminated: jax.Array  # [B] bool
+    truncated: jax.Array  # [B] bool
+    final_value: jax.Array  # [B, K] the same at final_obs: the bootstrap on truncation
+    episode: dict[str, jax.Array]  # per-episode results where the episode ended
+
+
+class QBatch(NamedTuple):
+    """What PQN's update trains on; leading axes ``[*L]`` as for ``Batch``."""
+
+    obs: jax.Array  # [*L, *obs_shape]
+    hidden: jax.Array  # [*L, H]
+    start: jax.Array  # [*L] bool
+    action: jax.Array  # [*L]
+    target: jax.Array  # [*L, K] Q(lambda) returns per stream
 
 
 class Batch(NamedTuple):
@@ -68,7 +112,7 @@ class Batch(NamedTuple):
 class RunState:
     """One seed's whole training state between updates."""
 
-    params: Any  # actor-critic parameters (an nnx.State)
+    params: Any  # the network's parameters (an nnx.State)
     opt_state: Any  # optimiser state (optax)
     env_state: Any  # batched env state, episode statistics included
     obs: jax.Array  # [B, *obs_shape] current observations

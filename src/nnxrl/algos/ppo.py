@@ -3,12 +3,12 @@
 The file reads in execution order. ``train_update`` is one iteration and calls its
 phases by name: ``collect_rollout`` (T steps of B envs) -> the intrinsic add-on's
 ``reward`` and ``update`` -> ``compute_advantages`` (K reward streams, GAE per
-stream) -> ``update_epochs`` (``num_epochs`` x ``update_epoch``: shuffle, then
-``update_minibatch`` per minibatch, minimising ``ppo_loss``) -> ``summarize``
-(fixed-shape metrics). Every setting that is not traced lives in one frozen
-``PPOStatic``, bound once with ``functools.partial`` by ``make_ppo`` at the end of
-the file; the traced coefficients arrive as ``Hyperparams``. The caller scans
-``update`` into chunks (``nnxrl.chunk``) and jits (and vmaps over seeds) only those.
+stream) -> ``update_epochs`` (epochs of minibatch steps, ``algos/sgd.py``, minimising
+``ppo_loss``) -> ``summarize`` (fixed-shape metrics). Every setting that is not
+traced lives in one frozen ``PPOStatic``, bound once with ``functools.partial`` by
+``make_ppo`` at the end of the file; the traced coefficients arrive as
+``Hyperparams``. The caller scans ``update`` into chunks (``nnxrl.chunk``) and jits
+(and vmaps over seeds) only those.
 
 Reward streams: with ``intrinsic.mode: reward`` there is one, r + c * b; with
 ``value_head`` there are two, r and c * b, each with its own critic output,
@@ -37,15 +37,17 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
-from nnxrl import optim
+from nnxrl.algos import sgd
+from nnxrl.algos.episode_metrics import episode_metrics
+from nnxrl.algos.intrinsic_streams import combine_rewards, to_experience
 from nnxrl.config import Config, NetworkConfig
 from nnxrl.envs import VecEnv
-from nnxrl.intrinsic.base import Addon, Experience, NoOptions, no_bonus
+from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
 from nnxrl.networks import build_network
 from nnxrl.ops.gae import continuing_gae, episodic_gae
 from nnxrl.ops.losses import normalize, policy_loss, value_loss
-from nnxrl.ops.minibatch import flatten_time, shuffle_env_sequences, shuffle_into_minibatches
-from nnxrl.optim import make_optimizer
+from nnxrl.ops.minibatch import flatten_time
+from nnxrl.optim import constant_one, linear_decay, make_optimizer
 from nnxrl.types import Batch, Hyperparams, RunState, Transition, UpdateState
 
 
@@ -140,15 +142,6 @@ def collect_rollout(run_state: RunState, s: PPOStatic) -> tuple[RunState, Transi
     return run_state, trajectory, last_value
 
 
-def to_experience(trajectory: Transition, last_obs: jax.Array) -> Experience:
-    """The rollout as an intrinsic add-on sees it."""
-    return Experience(
-        obs=jnp.concatenate([trajectory.obs, last_obs[None]], axis=0),
-        action=trajectory.action,
-        episode_end=jnp.logical_or(trajectory.terminated, trajectory.truncated),
-    )
-
-
 def compute_advantages(
     trajectory: Transition,
     bonus: jax.Array,
@@ -159,22 +152,14 @@ def compute_advantages(
     """Advantages [T, B] the policy follows and value targets [T, B, K]: GAE per reward
     stream (``combine_rewards``), the streams' advantages weighted and summed
     (``weigh_advantages``), normalised over the batch if so configured."""
-    rewards = combine_rewards(trajectory.reward, bonus, hp, num_streams=s.num_streams)
+    rewards = combine_rewards(
+        trajectory.reward, bonus, hp.intrinsic_reward_coef, num_streams=s.num_streams
+    )
     stream_advantages, targets = gae_per_stream(trajectory, rewards, last_value, hp, s.episodic)
     advantages = weigh_advantages(stream_advantages, hp)
     if s.advantage_normalization == "batch":
         advantages = normalize(advantages)
     return advantages, targets
-
-
-def combine_rewards(
-    extrinsic: jax.Array, bonus: jax.Array, hp: Hyperparams, *, num_streams: int
-) -> jax.Array:
-    """[T, B] each -> rewards [T, B, K]: r + c b (K = 1) or (r, c b) (K = 2)."""
-    scaled = hp.intrinsic_reward_coef * bonus
-    if num_streams == 1:
-        return (extrinsic + scaled)[..., None]
-    return jnp.stack([extrinsic, scaled], axis=-1)
 
 
 def gae_per_stream(
@@ -230,54 +215,12 @@ def make_batch(
 def update_epochs(
     run_state: RunState, batch: Batch, key: jax.Array, hp: Hyperparams, s: PPOStatic
 ) -> tuple[UpdateState, dict]:
-    """num_epochs passes over the batch; metrics [E, M] per loss term."""
+    """num_epochs passes over the batch, one optimiser step on ``ppo_loss`` per
+    minibatch (``algos/sgd.py``); metrics [E, M] per loss term."""
     start = UpdateState(
         run_state.params, run_state.opt_state, run_state.update * s.steps_per_update
     )
-
-    def epoch(carry: tuple[UpdateState, jax.Array], _: Any):
-        return update_epoch(carry, batch, hp, s)
-
-    (state, _), metrics = jax.lax.scan(epoch, (start, key), length=s.num_epochs)
-    return state, metrics
-
-
-def update_epoch(
-    carry: tuple[UpdateState, jax.Array], batch: Batch, hp: Hyperparams, s: PPOStatic
-) -> tuple[tuple[UpdateState, jax.Array], dict]:
-    """Reshuffle the batch, then one optimiser step per minibatch."""
-    state, key = carry
-    key, shuffle_key = jax.random.split(key)
-    shuffle = shuffle_env_sequences if s.sequences else shuffle_into_minibatches
-    minibatches = shuffle(shuffle_key, batch, num_minibatches=s.num_minibatches)
-
-    def step(state: UpdateState, minibatch: Batch):
-        return update_minibatch(state, minibatch, hp, s)
-
-    state, metrics = jax.lax.scan(step, state, minibatches)
-    return (state, key), metrics
-
-
-def update_minibatch(
-    state: UpdateState, minibatch: Batch, hp: Hyperparams, s: PPOStatic
-) -> tuple[UpdateState, dict]:
-    """One optimiser step (``nnxrl.optim``: clip the global norm, Adam, the annealed
-    step size), with the traced learning rate and clip norm."""
-    grads, metrics = jax.grad(ppo_loss, has_aux=True)(state.params, minibatch, hp, s)
-    params, opt_state = optim.step(
-        s.tx,
-        grads,
-        state.opt_state,
-        state.params,
-        learning_rate=hp.learning_rate,
-        max_grad_norm=hp.max_grad_norm,
-    )
-    metrics = {
-        **metrics,
-        "stats/grad_norm": optax.tree.norm(grads),
-        "stats/learning_rate": hp.learning_rate * s.lr_schedule(state.opt_step),
-    }
-    return UpdateState(params, opt_state, state.opt_step + 1), metrics
+    return sgd.update_epochs(start, batch, key, hp, s, ppo_loss)
 
 
 def ppo_loss(
@@ -321,27 +264,11 @@ def summarize(
     addon_metrics: dict,
     s: PPOStatic,
 ) -> dict:
-    """Fixed-shape scalars for one update: episode means over episodes that ended
-    in it (with their count, so the host can report null for none), losses averaged
-    over epochs and minibatches, the add-on's metrics, and the extrinsic value
-    function's explained variance."""
-    ended = jnp.logical_or(trajectory.terminated, trajectory.truncated).astype(jnp.float32)
-    count = ended.sum()
-
-    def episode_mean(x):
-        weights = ended.reshape(ended.shape + (1,) * (x.ndim - 2))
-        return (x * weights).sum(axis=(0, 1)) / jnp.maximum(count, 1.0)
-
+    """Fixed-shape scalars for one update: losses averaged over epochs and minibatches,
+    the episodes that ended (``algos/episode_metrics.py``), the add-on's metrics, and
+    the extrinsic value function's explained variance."""
     metrics = {k: v.mean() for k, v in loss_metrics.items()}
-    metrics["episode_count"] = count
-    metrics["episode_return"] = episode_mean(trajectory.episode["return"])
-    metrics["episode_length"] = episode_mean(trajectory.episode["length"])
-    if s.achievement_names:
-        rates = episode_mean(trajectory.episode["achievements"])
-        names = s.achievement_names
-        metrics.update({f"achievements/{n}": rates[i] for i, n in enumerate(names)})
-    metrics["reward/extrinsic"] = trajectory.reward.mean()
-    metrics["reward/intrinsic"] = bonus.mean()
+    metrics.update(episode_metrics(trajectory, bonus, s.achievement_names))
     metrics.update(addon_metrics)
     target, value = batch.target[..., 0], batch.value[..., 0]
     residual = jnp.var(target - value)
@@ -433,13 +360,3 @@ def hyperparams_from(config: Config) -> Hyperparams:
         intrinsic_adv_coef=i.intrinsic_adv_coef,
     )
     return Hyperparams(**{k: jnp.float32(v) for k, v in values.items()})
-
-
-def linear_decay(total_steps: int) -> Callable[[jax.Array], jax.Array]:
-    """Multiplier 1 -> 0 over optimiser steps 0 .. total_steps - 1 (exactly 0 at the last)."""
-    return lambda step: 1.0 - step / max(total_steps - 1, 1)
-
-
-def constant_one(step: jax.Array) -> jax.Array:
-    """No annealing: the step size stays at its configured value."""
-    return jnp.ones_like(step, jnp.float32)

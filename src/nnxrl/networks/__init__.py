@@ -1,8 +1,25 @@
-"""Networks: feed-forward and recurrent actor-critics, the categorical distribution."""
+"""Networks: feed-forward and recurrent actor-critics and Q-networks, the action
+distributions."""
 
 from nnxrl.networks.actor_critic import ActorCritic
-from nnxrl.networks.distributions import Categorical
+from nnxrl.networks.distributions import Categorical, EpsilonGreedy
 from nnxrl.networks.factory import build_network
+from nnxrl.networks.q_network import (
+    QNetwork,
+    RecurrentQNetwork,
+    acting_values,
+    greedy_values,
+)
 from nnxrl.networks.recurrent import RecurrentActorCritic
 
-__all__ = ["ActorCritic", "Categorical", "RecurrentActorCritic", "build_network"]
+__all__ = [
+    "ActorCritic",
+    "Categorical",
+    "EpsilonGreedy",
+    "QNetwork",
+    "RecurrentActorCritic",
+    "RecurrentQNetwork",
+    "acting_values",
+    "greedy_values",
+    "build_network",
+]

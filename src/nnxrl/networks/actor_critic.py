@@ -31,12 +31,13 @@ class ActorCritic(nnx.Module):
         conv_features: Sequence[int],
         rngs: nnx.Rngs,
         num_values: int = 1,
+        layer_norm: bool = False,
     ):
         self.actor_encoder = Encoder(obs_shape, conv_features, activation, rngs)
         self.critic_encoder = Encoder(obs_shape, conv_features, activation, rngs)
         d = self.actor_encoder.out_features
-        self.actor = MLP(d, num_actions, num_layers, width, activation, 0.01, rngs)
-        self.critic = MLP(d, num_values, num_layers, width, activation, 1.0, rngs)
+        self.actor = MLP(d, num_actions, num_layers, width, activation, 0.01, rngs, layer_norm)
+        self.critic = MLP(d, num_values, num_layers, width, activation, 1.0, rngs, layer_norm)
 
     # The recurrent interface, with an empty hidden state ([B, 0]): PPO drives both
     # kinds of network through initial_hidden, step and unroll.

@@ -1,4 +1,4 @@
-"""The actor-critic a network config describes, for an env's spec."""
+"""The network a config describes, for an env's spec and an algorithm."""
 
 from __future__ import annotations
 
@@ -9,19 +9,28 @@ from flax import nnx
 
 from nnxrl.envs.base import EnvSpec
 from nnxrl.networks.actor_critic import ActorCritic
+from nnxrl.networks.q_network import QNetwork, RecurrentQNetwork
 from nnxrl.networks.recurrent import RecurrentActorCritic
 
 if TYPE_CHECKING:
     from nnxrl.config import NetworkConfig
 
+KINDS = {
+    ("ppo", "feedforward"): ActorCritic,
+    ("ppo", "gru"): RecurrentActorCritic,
+    ("pqn", "feedforward"): QNetwork,
+    ("pqn", "gru"): RecurrentQNetwork,
+}
+
 
 def build_network(
-    network: NetworkConfig, spec: EnvSpec, num_values: int, key: jax.Array
-) -> ActorCritic | RecurrentActorCritic:
-    """``network.kind`` feedforward -> ActorCritic, gru -> RecurrentActorCritic, with
-    ``num_values`` critic outputs (one per reward stream)."""
-    kind = RecurrentActorCritic if network.kind == "gru" else ActorCritic
-    return kind(
+    network: NetworkConfig, spec: EnvSpec, num_values: int, key: jax.Array, algo: str = "ppo"
+) -> ActorCritic | RecurrentActorCritic | QNetwork | RecurrentQNetwork:
+    """PPO: an actor-critic (``network.kind`` feedforward or gru) with ``num_values``
+    critic outputs; PQN: a Q-network of the same kind with ``num_values`` rows of
+    action values. ``network.layer_norm`` None means on for PQN, off for PPO."""
+    layer_norm = network.layer_norm if network.layer_norm is not None else algo == "pqn"
+    return KINDS[algo, network.kind](
         spec.obs_shape,
         spec.num_actions,
         network.num_layers,
@@ -30,4 +39,5 @@ def build_network(
         network.conv_features,
         rngs=nnx.Rngs(params=key),
         num_values=num_values,
+        layer_norm=layer_norm,
     )

@@ -71,12 +71,13 @@ class RecurrentActorCritic(nnx.Module):
         conv_features: Sequence[int],
         rngs: nnx.Rngs,
         num_values: int = 1,
+        layer_norm: bool = False,
     ):
         self.encoder = Encoder(obs_shape, conv_features, activation, rngs)
         self.embed = orthogonal_linear(self.encoder.out_features, width, np.sqrt(2), rngs)
         self.core = GRU(width, width, rngs)
-        self.actor = MLP(width, num_actions, num_layers, width, activation, 0.01, rngs)
-        self.critic = MLP(width, num_values, num_layers, width, activation, 1.0, rngs)
+        self.actor = MLP(width, num_actions, num_layers, width, activation, 0.01, rngs, layer_norm)
+        self.critic = MLP(width, num_values, num_layers, width, activation, 1.0, rngs, layer_norm)
         self.activation = ACTIVATIONS[activation]
         self.hidden_size = width
 

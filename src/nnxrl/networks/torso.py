@@ -69,8 +69,9 @@ class ConvTorso(nnx.Module):
 
 
 class MLP(nnx.Module):
-    """``num_layers`` hidden layers of ``width`` with orthogonal(sqrt 2) init, then a
-    linear head with orthogonal(``head_scale``) init: [..., D] -> [..., out]."""
+    """``num_layers`` hidden layers of ``width`` with orthogonal(sqrt 2) init (each
+    followed by LayerNorm when ``layer_norm``, before the activation), then a linear
+    head with orthogonal(``head_scale``) init: [..., D] -> [..., out]."""
 
     def __init__(
         self,
@@ -81,18 +82,25 @@ class MLP(nnx.Module):
         activation: str,
         head_scale: float,
         rngs: nnx.Rngs,
+        layer_norm: bool = False,
     ):
         sizes = [in_features] + [width] * num_layers
         self.hidden = nnx.List(
             orthogonal_linear(a, b, np.sqrt(2), rngs)
             for a, b in zip(sizes[:-1], sizes[1:], strict=True)
         )
+        self.norms = nnx.List(
+            nnx.LayerNorm(width, rngs=rngs) for _ in range(num_layers if layer_norm else 0)
+        )
         self.head = orthogonal_linear(sizes[-1], out_features, head_scale, rngs)
         self.activation = ACTIVATIONS[activation]
 
     def __call__(self, x: jax.Array) -> jax.Array:
-        for layer in self.hidden:
-            x = self.activation(layer(x))
+        for i, layer in enumerate(self.hidden):
+            x = layer(x)
+            if self.norms:
+                x = self.norms[i](x)
+            x = self.activation(x)
         return self.head(x)
 
 

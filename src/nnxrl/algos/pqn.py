@@ -1,0 +1,343 @@
+"""Parallel Q-learning, PQN (Gallici et al. 2025, "Simplifying Deep Temporal
+Difference Learning", arXiv:2407.04811), over batched envs.
+
+No replay buffer and no target network: many envs act epsilon-greedily on a
+LayerNorm Q-network, and the network regresses onto Q(lambda) returns of that fresh
+rollout for a few epochs of minibatches, as PPO does with its advantages.
+
+The file reads in execution order. ``train_update`` is one iteration and calls its
+phases by name: ``exploration_epsilon`` (linear decay over a fraction of the
+updates, traced) -> ``collect_rollout`` (T epsilon-greedy steps of B envs) -> the
+intrinsic add-on's ``reward`` and ``update`` -> ``compute_targets`` (K reward
+streams, Q(lambda) per stream, ``ops/q_lambda.py``) -> ``update_epochs`` (epochs of
+minibatch steps, ``algos/sgd.py``, minimising ``q_loss``) -> ``summarize``. Every
+setting that is not traced lives in one frozen ``PQNStatic``, bound once with
+``functools.partial`` by ``make_pqn`` at the end of the file; the traced
+coefficients arrive as ``PQNHyperparams``.
+
+Reward streams, as in PPO and with the same add-ons: with ``intrinsic.mode:
+reward`` there is one, r + c b; with ``value_head`` there are two, each with its own
+row of Q-values, discount and (for the intrinsic one, optionally) no cut at episode
+ends. The agent acts on the weighted sum of the streams' Qs (``acting_values``), and
+each stream bootstraps from its own Q at the action the agent would take there.
+
+Recurrence (PQN-RNN) is the same minimal branch as in PPO: the network is driven
+through ``step`` and ``unroll``, and a recurrent one (``network.kind: gru``) trains
+on minibatches of whole env sequences re-run from the stored hidden state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from nnxrl.algos import sgd
+from nnxrl.algos.episode_metrics import episode_metrics
+from nnxrl.algos.intrinsic_streams import combine_rewards, to_experience
+from nnxrl.config import Config, NetworkConfig
+from nnxrl.envs import VecEnv
+from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
+from nnxrl.networks import EpsilonGreedy, acting_values, build_network, greedy_values
+from nnxrl.ops.minibatch import flatten_time
+from nnxrl.ops.q_lambda import continuing_q_lambda, episodic_q_lambda
+from nnxrl.optim import constant_one, linear_decay, make_optimizer
+from nnxrl.types import PQNHyperparams, QBatch, QTransition, RunState, UpdateState
+
+
+@dataclass(frozen=True)
+class PQNStatic:
+    """Everything PQN's phases need that is fixed for a run."""
+
+    env: VecEnv
+    network: NetworkConfig  # what init builds
+    graphdef: Any  # the Q-network's structure; params travel in the RunState
+    addon: Addon
+    tx: optax.GradientTransformation  # nnxrl.optim: clip, RAdam/Adam, schedule, step size
+    lr_schedule: Callable[[jax.Array], jax.Array]  # optimiser step -> step-size multiplier
+    num_updates: int  # of the whole run: the epsilon decay's time base
+    num_steps: int  # T: rollout length
+    num_epochs: int
+    num_minibatches: int
+    num_streams: int  # K: 1, or 2 with an intrinsic Q head
+    episodic: tuple[bool, ...]  # per stream: cut returns at episode ends
+    sequences: bool  # recurrent: minibatches of whole env sequences
+    loss: str  # 'squared' or 'huber'
+    achievement_names: tuple[str, ...]
+
+    @property
+    def steps_per_update(self) -> int:
+        return self.num_epochs * self.num_minibatches
+
+
+class PQN(NamedTuple):
+    """The algorithm's pure functions, configuration already bound."""
+
+    init: Callable[[jax.Array], RunState]  # key -> the first RunState (jittable)
+    update: Callable[[RunState, PQNHyperparams], tuple[RunState, dict]]  # one iteration
+    graphdef: Any  # the network's structure, for rebuilding it from params
+
+
+def train_update(run_state: RunState, hp: PQNHyperparams, *, s: PQNStatic) -> tuple[RunState, dict]:
+    """One PQN iteration: act epsilon-greedily, let the add-on score and learn from the
+    rollout, compute Q(lambda) targets, regress onto them, summarise."""
+    epsilon = exploration_epsilon(run_state.update, hp, s.num_updates)
+    run_state, trajectory, last_value = collect_rollout(run_state, epsilon, hp, s)
+    key, addon_key, epoch_key = jax.random.split(run_state.key, 3)
+    experience = to_experience(trajectory, run_state.obs)
+    addon_state, bonus, reward_metrics = s.addon.reward(run_state.addon, experience)
+    addon_state, update_metrics = s.addon.update(addon_state, experience, addon_key)
+    targets = compute_targets(trajectory, bonus, last_value, hp, s)
+    batch = make_batch(trajectory, targets, s)
+    update_state, loss_metrics = update_epochs(run_state, batch, epoch_key, hp, s)
+    run_state = run_state.replace(
+        params=update_state.params,
+        opt_state=update_state.opt_state,
+        key=key,
+        update=run_state.update + 1,
+        addon=addon_state,
+    )
+    addon_metrics = {**reward_metrics, **update_metrics}
+    metrics = summarize(trajectory, batch, bonus, epsilon, loss_metrics, addon_metrics, s)
+    return run_state, metrics
+
+
+def exploration_epsilon(update: jax.Array, hp: PQNHyperparams, num_updates: int) -> jax.Array:
+    """epsilon for the rollout of update u (0-based): linear from epsilon_start at
+    u = 0 to exactly epsilon_finish at u = epsilon_decay_fraction * num_updates, then
+    constant (a fraction of 0: epsilon_finish throughout)."""
+    decay_updates = hp.epsilon_decay_fraction * num_updates
+    progress = jnp.where(
+        decay_updates > 0, jnp.clip(update / jnp.maximum(decay_updates, 1e-12), 0.0, 1.0), 1.0
+    )
+    return hp.epsilon_finish + (hp.epsilon_start - hp.epsilon_finish) * (1.0 - progress)
+
+
+def collect_rollout(
+    run_state: RunState, epsilon: jax.Array, hp: PQNHyperparams, s: PQNStatic
+) -> tuple[RunState, QTransition, jax.Array]:
+    """Act epsilon-greedily for T steps in every env. Returns the advanced state, the
+    QTransitions [T, B] and the greedy values [B, K] of the observation after them."""
+    model = nnx.merge(s.graphdef, run_state.params)
+    weights = stream_weights(hp, s.num_streams)
+
+    def env_step(state: RunState, _: Any) -> tuple[RunState, QTransition]:
+        key, action_key, step_key = jax.random.split(state.key, 3)
+        hidden, q = model.step(state.hidden, state.obs, state.start)
+        action = EpsilonGreedy(acting_values(q, weights), epsilon).sample(action_key)
+        env_state, out = s.env.step(step_key, state.env_state, action)
+        # Q(final obs) continues the same episode: one more step from the new hidden
+        _, final_q = model.step(hidden, out.final_obs, jnp.zeros_like(state.start))
+        transition = QTransition(
+            obs=state.obs,
+            hidden=state.hidden,
+            start=state.start,
+            action=action,
+            value=greedy_values(q, weights),
+            reward=out.reward,
+            terminated=out.terminated,
+            truncated=out.truncated,
+            final_value=greedy_values(final_q, weights),
+            episode=out.episode,
+        )
+        start = jnp.logical_or(out.terminated, out.truncated)
+        state = state.replace(obs=out.obs, hidden=hidden, start=start, env_state=env_state, key=key)
+        return state, transition
+
+    run_state, trajectory = jax.lax.scan(env_step, run_state, length=s.num_steps)
+    _, last_q = model.step(run_state.hidden, run_state.obs, run_state.start)
+    return run_state, trajectory, greedy_values(last_q, weights)
+
+
+def stream_weights(hp: PQNHyperparams, num_streams: int) -> jax.Array:
+    """[K] weights of the streams' Qs in the values the agent acts on."""
+    return jnp.stack([hp.extrinsic_coef, hp.intrinsic_coef])[:num_streams]
+
+
+def compute_targets(
+    trajectory: QTransition,
+    bonus: jax.Array,
+    last_value: jax.Array,
+    hp: PQNHyperparams,
+    s: PQNStatic,
+) -> jax.Array:
+    """Q(lambda) returns [T, B, K], per reward stream: the extrinsic one (scaled by
+    reward_scale) cuts at true ends and bootstraps through time limits; the intrinsic
+    one uses its own discount and, when not episodic, runs on through episode ends."""
+    t = trajectory
+    extrinsic = hp.reward_scale * t.reward
+    rewards = combine_rewards(extrinsic, bonus, hp.intrinsic_reward_coef, num_streams=s.num_streams)
+    gammas = (hp.gamma, hp.intrinsic_gamma)
+    targets = []
+    for k, cut_at_ends in enumerate(s.episodic):
+        args = (rewards[..., k], t.value[..., k], last_value[..., k])
+        if cut_at_ends:
+            args += (t.final_value[..., k], t.terminated, t.truncated)
+            targets.append(episodic_q_lambda(*args, gammas[k], hp.q_lambda))
+        else:
+            targets.append(continuing_q_lambda(*args, gammas[k], hp.q_lambda))
+    return jnp.stack(targets, axis=-1)
+
+
+def make_batch(trajectory: QTransition, targets: jax.Array, s: PQNStatic) -> QBatch:
+    """What the update trains on: [T, B, ...] for a recurrent network (whole env
+    sequences), else flattened to [T * B, ...]."""
+    batch = QBatch(
+        obs=trajectory.obs,
+        hidden=trajectory.hidden,
+        start=trajectory.start,
+        action=trajectory.action,
+        target=targets,
+    )
+    return batch if s.sequences else flatten_time(batch)
+
+
+def update_epochs(
+    run_state: RunState, batch: QBatch, key: jax.Array, hp: PQNHyperparams, s: PQNStatic
+) -> tuple[UpdateState, dict]:
+    """num_epochs passes over the batch, one optimiser step on ``q_loss`` per
+    minibatch (``algos/sgd.py``); metrics [E, M] per loss term."""
+    start = UpdateState(
+        run_state.params, run_state.opt_state, run_state.update * s.steps_per_update
+    )
+    return sgd.update_epochs(start, batch, key, hp, s, q_loss)
+
+
+def q_loss(
+    params: Any, minibatch: QBatch, hp: PQNHyperparams, s: PQNStatic
+) -> tuple[jax.Array, dict]:
+    """L = sum over streams k of mean loss(Q_k(s, a), G_k): 0.5 (Q - G)^2 or Huber."""
+    model = nnx.merge(s.graphdef, params)
+    q = model.unroll(minibatch.hidden, minibatch.obs, minibatch.start)  # [*L, K, A]
+    action = jnp.broadcast_to(minibatch.action[..., None, None], (*q.shape[:-1], 1))
+    taken = jnp.take_along_axis(q, action, axis=-1)[..., 0]  # [*L, K]
+    if s.loss == "huber":
+        per_item = optax.huber_loss(taken, minibatch.target, delta=hp.huber_delta)
+    else:
+        per_item = optax.l2_loss(taken, minibatch.target)
+    per_stream = per_item.reshape((-1, s.num_streams)).mean(axis=0)
+    total = per_stream.sum()
+    metrics = {
+        "loss/total": total,
+        "loss/td": per_stream[0],
+        "stats/q_taken": taken[..., 0].mean(),
+    }
+    if s.num_streams == 2:
+        metrics["loss/td_intrinsic"] = per_stream[1]
+    return total, metrics
+
+
+def summarize(
+    trajectory: QTransition,
+    batch: QBatch,
+    bonus: jax.Array,
+    epsilon: jax.Array,
+    loss_metrics: dict,
+    addon_metrics: dict,
+    s: PQNStatic,
+) -> dict:
+    """Fixed-shape scalars for one update: losses averaged over epochs and minibatches,
+    the episodes that ended (``algos/episode_metrics.py``), the add-on's metrics, the
+    exploration epsilon and the mean greedy value and target of the extrinsic stream."""
+    metrics = {k: v.mean() for k, v in loss_metrics.items()}
+    metrics.update(episode_metrics(trajectory, bonus, s.achievement_names))
+    metrics.update(addon_metrics)
+    metrics["stats/epsilon"] = epsilon
+    metrics["stats/q_greedy"] = trajectory.value[..., 0].mean()
+    metrics["stats/target"] = batch.target[..., 0].mean()
+    return metrics
+
+
+# --------------------------------------------------------------------------------------
+# Before the first update
+# --------------------------------------------------------------------------------------
+
+
+def init(key: jax.Array, *, s: PQNStatic) -> RunState:
+    """The run state before the first update: a fresh Q-network, optimiser, envs and
+    add-on (jittable, and vmappable over keys for many seeds)."""
+    network = build_network(
+        s.network, s.env.spec, s.num_streams, jax.random.fold_in(key, 0), algo="pqn"
+    )
+    params = nnx.state(network)
+    env_key, _, run_key = jax.random.split(jax.random.fold_in(key, 1), 3)
+    obs, env_state = s.env.reset(env_key)
+    return RunState(
+        params=params,
+        opt_state=s.tx.init(params),
+        env_state=env_state,
+        obs=obs,
+        hidden=network.initial_hidden(s.env.num_envs),
+        start=jnp.ones(s.env.num_envs, bool),
+        key=run_key,
+        update=jnp.int32(0),
+        addon=s.addon.init(jax.random.fold_in(key, 2)),
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Assembly: the config -> PQNStatic, bound once
+# --------------------------------------------------------------------------------------
+
+
+def make_pqn(config: Config, env: VecEnv, addon: Addon | None = None) -> PQN:
+    """Bind the configuration and the intrinsic add-on (default: no bonus) onto the
+    phases; returns init and update."""
+    p = config.pqn
+    addon = addon if addon is not None else no_bonus(NoOptions(), None)
+    num_streams = config.intrinsic.num_reward_streams
+    shapes = nnx.eval_shape(
+        lambda: build_network(config.network, env.spec, num_streams, jax.random.key(0), "pqn")
+    )
+    graphdef, _ = nnx.split(shapes)
+    total_steps = config.num_updates * p.num_epochs * p.num_minibatches
+    lr_schedule = linear_decay(total_steps) if p.anneal_lr else constant_one
+    s = PQNStatic(
+        env=env,
+        network=config.network,
+        graphdef=graphdef,
+        addon=addon,
+        tx=make_optimizer(p.adam_eps, lr_schedule, direction=p.optimizer),
+        lr_schedule=lr_schedule,
+        num_updates=config.num_updates,
+        num_steps=p.num_steps,
+        num_epochs=p.num_epochs,
+        num_minibatches=p.num_minibatches,
+        num_streams=num_streams,
+        episodic=(True, config.intrinsic.episodic)[:num_streams],
+        sequences=config.network.kind == "gru",
+        loss=p.loss,
+        achievement_names=env.spec.achievement_names,
+    )
+    return PQN(
+        init=partial(init, s=s),
+        update=partial(train_update, s=s),
+        graphdef=graphdef,
+    )
+
+
+def pqn_hyperparams(config: Config) -> PQNHyperparams:
+    """The traced coefficients (a sweep can vmap over them), from the config."""
+    p, i = config.pqn, config.intrinsic
+    values = dict(
+        learning_rate=p.learning_rate,
+        max_grad_norm=p.max_grad_norm,
+        gamma=p.gamma,
+        q_lambda=p.q_lambda,
+        epsilon_start=p.epsilon_start,
+        epsilon_finish=p.epsilon_finish,
+        epsilon_decay_fraction=p.epsilon_decay_fraction,
+        reward_scale=p.reward_scale,
+        huber_delta=p.huber_delta,
+        intrinsic_reward_coef=i.reward_coef,
+        intrinsic_gamma=i.gamma,
+        extrinsic_coef=i.extrinsic_adv_coef,
+        intrinsic_coef=i.intrinsic_adv_coef,
+    )
+    return PQNHyperparams(**{k: jnp.float32(v) for k, v in values.items()})

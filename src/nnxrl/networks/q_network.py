@@ -1,0 +1,133 @@
+"""Q-networks for value-based learning (PQN): Q(s, .) for every action and reward stream.
+
+``QNetwork`` is the paper's (Gallici et al. 2025): the shared encoder (conv torso for
+images), then an MLP whose hidden layers are each followed by LayerNorm (switchable),
+then a linear head. ``RecurrentQNetwork`` puts the GRU of the recurrent actor-critic
+between an embedding MLP and the head (PQN-RNN). Both output [..., K, A]: one row of
+action values per reward stream (K = 2 when an intrinsic reward has its own head), and
+both are driven through the interface the actor-critics use: ``initial_hidden``,
+``step`` (one env step, hidden state in and out) and ``unroll`` (whole sequences).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from nnxrl.networks.recurrent import GRU
+from nnxrl.networks.torso import ACTIVATIONS, MLP, Encoder, orthogonal_linear
+
+
+class QNetwork(nnx.Module):
+    """Q(s, a) [..., K, A] from an encoder and a (LayerNorm) MLP."""
+
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        num_actions: int,
+        num_layers: int,
+        width: int,
+        activation: str,
+        conv_features: Sequence[int],
+        rngs: nnx.Rngs,
+        num_values: int = 1,
+        layer_norm: bool = True,
+    ):
+        self.encoder = Encoder(obs_shape, conv_features, activation, rngs)
+        d = self.encoder.out_features
+        self.mlp = MLP(
+            d, num_values * num_actions, num_layers, width, activation, 1.0, rngs, layer_norm
+        )
+        self.shape = (num_values, num_actions)
+
+    def initial_hidden(self, batch_size: int) -> jax.Array:
+        return jnp.zeros((batch_size, 0), jnp.float32)
+
+    def step(
+        self, hidden: jax.Array, obs: jax.Array, start: jax.Array
+    ) -> tuple[jax.Array, jax.Array]:
+        """hidden [B, 0], obs [B, ...], start [B] -> (hidden, Q [B, K, A])."""
+        return hidden, self(obs)
+
+    def unroll(self, hidden: jax.Array, obs: jax.Array, start: jax.Array) -> jax.Array:
+        """obs [*L, ...] -> Q [*L, K, A] (hidden and start unused)."""
+        return self(obs)
+
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        q = self.mlp(self.encoder(obs))
+        return q.reshape((*q.shape[:-1], *self.shape))
+
+
+class RecurrentQNetwork(nnx.Module):
+    """Q(history, a) [..., K, A]: encoder -> (LayerNorm) MLP embedding -> GRU -> linear
+    head. The hidden state resets to zeros where an episode starts."""
+
+    def __init__(
+        self,
+        obs_shape: Sequence[int],
+        num_actions: int,
+        num_layers: int,
+        width: int,
+        activation: str,
+        conv_features: Sequence[int],
+        rngs: nnx.Rngs,
+        num_values: int = 1,
+        layer_norm: bool = True,
+    ):
+        self.encoder = Encoder(obs_shape, conv_features, activation, rngs)
+        d = self.encoder.out_features
+        # num_layers (LayerNorm) layers: an MLP's hidden layers, then its output layer
+        # normalised and activated the same way
+        self.embed = MLP(d, width, num_layers - 1, width, activation, np.sqrt(2), rngs, layer_norm)
+        self.embed_norm = nnx.LayerNorm(width, rngs=rngs) if layer_norm else None
+        self.core = GRU(width, width, rngs)
+        self.head = orthogonal_linear(width, num_values * num_actions, 1.0, rngs)
+        self.activation = ACTIVATIONS[activation]
+        self.shape = (num_values, num_actions)
+        self.hidden_size = width
+
+    def initial_hidden(self, batch_size: int) -> jax.Array:
+        return jnp.zeros((batch_size, self.hidden_size), jnp.float32)
+
+    def unroll(self, hidden: jax.Array, obs: jax.Array, start: jax.Array) -> jax.Array:
+        """Whole sequences: hidden [T, B, H] as recorded before each step (the sequence
+        restarts from hidden[0]), obs [T, B, ...], start [T, B] -> Q [T, B, K, A]."""
+        _, h = self.core(hidden[0], self._embed(obs), start)
+        return self._head(h)
+
+    def step(
+        self, hidden: jax.Array, obs: jax.Array, start: jax.Array
+    ) -> tuple[jax.Array, jax.Array]:
+        """hidden [B, H], obs [B, ...], start [B] -> (next hidden [B, H], Q [B, K, A])."""
+        hidden, h = self.core(hidden, self._embed(obs[None]), start[None])
+        return hidden, self._head(h[0])
+
+    def _embed(self, obs: jax.Array) -> jax.Array:
+        x = self.embed(self.encoder(obs))
+        if self.embed_norm is not None:
+            x = self.embed_norm(x)
+        return self.activation(x)
+
+    def _head(self, h: jax.Array) -> jax.Array:
+        q = self.head(h)
+        return q.reshape((*q.shape[:-1], *self.shape))
+
+
+def acting_values(q: jax.Array, weights: jax.Array) -> jax.Array:
+    """The values an agent acts on: Q [..., K, A], weights [K] -> sum_k w_k Q_k [..., A]
+    (K = 1: Q itself, whatever the weight)."""
+    if q.shape[-2] == 1:
+        return q[..., 0, :]
+    return jnp.einsum("...ka,k->...a", q, weights)
+
+
+def greedy_values(q: jax.Array, weights: jax.Array) -> jax.Array:
+    """Each stream's value of a state under the greedy action: Q [..., K, A] ->
+    Q_k(s, a*) [..., K] with a* = argmax_a of the acting values (K = 1: max_a Q)."""
+    best = jnp.argmax(acting_values(q, weights), axis=-1)
+    index = jnp.broadcast_to(best[..., None, None], (*q.shape[:-1], 1))
+    return jnp.take_along_axis(q, index, axis=-1)[..., 0]
