@@ -1,13 +1,16 @@
-"""Throughput of nnxrl PPO beside two ceilings: the raw env and the network FLOP bound.
+"""Throughput of nnxrl PPO and PQN beside two ceilings: the raw env and the network
+FLOP bound.
 
     uv run python benchmarks/throughput.py            # CartPole (1 and 8 seeds) + Craftax
     uv run python benchmarks/throughput.py --quick    # CartPole only
+    uv run python benchmarks/throughput.py --algo pqn # one algorithm
 
-Env steps per second exclude compilation (reported apart) and are medians of
-several runs. The raw-env ceiling steps the same env and batch with random
-actions in a jitted scan. The FLOP bound divides the networks' FLOPs per env
-step (rollout forward passes + epochs x forward/backward) by this machine's
-measured float32 matmul rate.
+Each algorithm runs its shipped config (configs/{ppo,pqn}-cartpole.yaml and
+-craftax-classic-symbolic.yaml). Env steps per second exclude compilation (reported
+apart) and are medians of several runs. The raw-env ceiling steps the same env and
+batch with random actions in a jitted scan. The FLOP bound divides the networks'
+FLOPs per env step (rollout forward passes + epochs x forward/backward) by this
+machine's measured float32 matmul rate.
 """
 
 from __future__ import annotations
@@ -72,19 +75,24 @@ def matmul_flops_per_second(width: int = 512, rows: int = 8192) -> float:
 
 
 def network_flops_per_env_step(config: C.Config) -> float:
-    """Matmul FLOPs per env step: rollout = actor + critic + critic(final obs);
-    update = epochs x 3 (forward + backward) x (actor + critic)."""
+    """Matmul FLOPs per env step. PPO: rollout = actor + critic + critic(final obs),
+    update = epochs x 3 (forward + backward) x (actor + critic). PQN: rollout = Q +
+    Q(final obs), update = epochs x 3 x Q."""
     env = make_env(config.env)
     d = int(np.prod(env.spec.obs_shape))
     n = config.network
     sizes = [d] + [n.width] * n.num_layers
     body = sum(2 * a * b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
+    epochs = config.algo_config.num_epochs
+    if config.algo == "pqn":
+        q = body + 2 * n.width * env.spec.num_actions
+        return 2 * q + epochs * 3 * q
     actor = body + 2 * n.width * env.spec.num_actions
     critic = body + 2 * n.width
-    return (actor + 2 * critic) + config.ppo.num_epochs * 3 * (actor + critic)
+    return (actor + 2 * critic) + epochs * 3 * (actor + critic)
 
 
-def ppo_sps(config: C.Config, repeats: int) -> tuple[float, float]:
+def run_sps(config: C.Config, repeats: int) -> tuple[float, float]:
     """(median compile seconds, median env steps/s over all seeds) of whole runs."""
     compiles, rates = [], []
     for _ in range(repeats):
@@ -95,7 +103,7 @@ def ppo_sps(config: C.Config, repeats: int) -> tuple[float, float]:
     return statistics.median(compiles), statistics.median(rates)
 
 
-def ppo_chunk_sps(config: C.Config, chunks: int) -> tuple[float, float]:
+def chunk_sps(config: C.Config, chunks: int) -> tuple[float, float]:
     """For long configs: compile once, time `chunks` chunks after a warm-up one."""
     t = time.perf_counter()
     programs = compile_programs(config)
@@ -115,33 +123,30 @@ def ppo_chunk_sps(config: C.Config, chunks: int) -> tuple[float, float]:
     return compile_seconds, steps / statistics.median(times)
 
 
+CRAFTAX_CHUNK = {  # a chunk of about 64k env steps, timed chunk by chunk
+    "ppo": ["total_env_steps=655360", "logging.updates_per_chunk=1"],
+    "pqn": ["total_env_steps=655360", "logging.updates_per_chunk=64"],
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="CartPole only")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--algo", choices=("ppo", "pqn"), action="append")
     args = parser.parse_args()
     matmul = matmul_flops_per_second()
     rows = []
-
-    cartpole = C.load("configs/ppo-cartpole.yaml")
-    bound = matmul / network_flops_per_env_step(cartpole)
-    for seeds in (1, 8):
-        cfg = C.load("configs/ppo-cartpole.yaml", [f"num_seeds={seeds}", *NO_LOGGING])
-        # the raw ceiling for S seeds: one batch of S x num_envs envs
-        batch = C.load("configs/ppo-cartpole.yaml", [f"env.num_envs={4 * seeds}"])
-        raw = raw_env_sps(batch, 4096)
-        compile_s, sps = ppo_sps(cfg, args.repeats)
-        rows.append((f"CartPole-v1 PPO, {seeds} seed(s)", compile_s, sps, raw, bound))
-
+    for algo in args.algo or ("ppo", "pqn"):
+        rows += cartpole_rows(algo, matmul, args.repeats)
     if not args.quick:
-        craftax = C.load(
-            "configs/ppo-craftax-classic-symbolic.yaml",
-            ["total_env_steps=655360", "logging.updates_per_chunk=1"],
-        )
-        raw = raw_env_sps(craftax, 64, repeats=3)
-        bound = matmul / network_flops_per_env_step(craftax)
-        compile_s, sps = ppo_chunk_sps(craftax, args.repeats)
-        rows.append(("Craftax-Classic-Symbolic PPO, 1 seed", compile_s, sps, raw, bound))
+        for algo in args.algo or ("ppo", "pqn"):
+            craftax = C.load(f"configs/{algo}-craftax-classic-symbolic.yaml", CRAFTAX_CHUNK[algo])
+            raw = raw_env_sps(craftax, 64, repeats=3)
+            bound = matmul / network_flops_per_env_step(craftax)
+            compile_s, sps = chunk_sps(craftax, args.repeats)
+            name = f"Craftax-Classic-Symbolic {algo.upper()}, 1 seed"
+            rows.append((name, compile_s, sps, raw, bound))
 
     print(f"\nfloat32 matmul rate: {matmul / 1e9:.0f} GFLOP/s on {jax.devices()[0].platform}\n")
     print("| run | compile s | env steps/s | raw env steps/s | network bound | of raw | of bound |")
@@ -151,6 +156,22 @@ def main() -> None:
             f"| {name} | {compile_s:.1f} | {sps:,.0f} | {raw_sps:,.0f} | {bound_sps:,.0f} | "
             f"{sps / raw_sps:.0%} | {sps / bound_sps:.0%} |"
         )
+
+
+def cartpole_rows(algo: str, matmul: float, repeats: int) -> list[tuple]:
+    """PPO or PQN on CartPole at its shipped config, 1 and 8 seeds."""
+    path = f"configs/{algo}-cartpole.yaml"
+    cartpole = C.load(path)
+    bound = matmul / network_flops_per_env_step(cartpole)
+    rows = []
+    for seeds in (1, 8):
+        cfg = C.load(path, [f"num_seeds={seeds}", *NO_LOGGING])
+        # the raw ceiling for S seeds: one batch of S x num_envs envs
+        batch = C.load(path, [f"env.num_envs={cartpole.env.num_envs * seeds}"])
+        raw = raw_env_sps(batch, 4096 if algo == "ppo" else 512)
+        compile_s, sps = run_sps(cfg, repeats)
+        rows.append((f"CartPole-v1 {algo.upper()}, {seeds} seed(s)", compile_s, sps, raw, bound))
+    return rows
 
 
 if __name__ == "__main__":

@@ -47,12 +47,19 @@ VARIANTS = {
             "intrinsic.options={latent_size: 8, width: 32}",
         ],
     ),
+    "pqn": ("configs/pqn-cartpole.yaml", ["env.num_envs=4", "network.width=32"]),
+    "pqn-gru": (
+        "configs/pqn-cartpole.yaml",
+        ["env.num_envs=4", "network.kind=gru", "network.width=32"],
+    ),
 }
 
 
 def load(name, *extra):
     path, overrides = VARIANTS[name]
-    return config_lib.load(ROOT / path, [*SMALL, *overrides, *extra])
+    algo = "pqn" if name.startswith("pqn") else "ppo"
+    small = [s.replace("ppo.", f"{algo}.") for s in SMALL]
+    return config_lib.load(ROOT / path, [*small, *overrides, *extra])
 
 
 def same_params(a: Path, b: Path) -> bool:

@@ -290,11 +290,12 @@ def make_count_addon(options: CountOptions, ctx: AddonContext) -> Addon:
     )
 
 
-def test_an_addon_defined_outside_the_package_plugs_into_ppo(tmp_path):
+@pytest.mark.parametrize("algo,steps", [("ppo", 2048), ("pqn", 8192)])
+def test_an_addon_defined_outside_the_package_plugs_into_either_algorithm(tmp_path, algo, steps):
     register("count", CountOptions, make_count_addon)
-    args = ["train", "configs/ppo-cartpole.yaml", "--out", str(tmp_path)]
+    args = ["train", f"configs/{algo}-cartpole.yaml", "--out", str(tmp_path)]
     overrides = [
-        "total_env_steps=2048",
+        f"total_env_steps={steps}",
         "logging.backends=[]",
         "intrinsic.addon=count",
         "intrinsic.options={bonus: 0.25}",

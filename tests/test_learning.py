@@ -9,11 +9,10 @@ from nnxrl.cli import main
 
 
 @pytest.mark.learning
-def test_cartpole_four_seeds_in_one_program_solve_it(tmp_path):
-    assert (
-        main(["train", "configs/ppo-cartpole.yaml", "--out", str(tmp_path), "--set", "num_seeds=4"])
-        == 0
-    )
+@pytest.mark.parametrize("algo", ["ppo", "pqn"])
+def test_cartpole_four_seeds_in_one_program_solve_it(tmp_path, algo):
+    args = ["train", f"configs/{algo}-cartpole.yaml", "--out", str(tmp_path)]
+    assert main(args + ["--set", "num_seeds=4", "--set", "logging.backends=[]"]) == 0
     records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     num_updates = max(r["update"] for r in records)
     tail = num_updates - int(0.05 * num_updates)
@@ -26,9 +25,9 @@ def test_cartpole_four_seeds_in_one_program_solve_it(tmp_path):
         assert returns and np.mean(returns) >= 475, (seed, np.mean(returns))
 
 
-def deepsea_returns(tmp_path, name, overrides):
+def deepsea_returns(tmp_path, name, overrides, config="configs/rnd-deepsea.yaml"):
     out = tmp_path / name
-    args = ["train", "configs/rnd-deepsea.yaml", "--out", str(out), "--set", "logging.backends=[]"]
+    args = ["train", config, "--out", str(out), "--set", "logging.backends=[]"]
     assert main(args + sum((["--set", s] for s in overrides), [])) == 0
     records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     by_seed = {}
@@ -51,9 +50,22 @@ def test_rnd_finds_deepsea_treasure_that_plain_ppo_never_reaches(tmp_path):
         assert np.mean(rnd[seed][-10:]) > 0.9, (seed, rnd[seed][-10:])
 
 
-def mean_final_returns(tmp_path, name, overrides):
+@pytest.mark.learning
+def test_pqn_with_rnd_finds_deepsea_treasure_that_plain_pqn_never_reaches(tmp_path):
+    config = "configs/pqn-rnd-deepsea.yaml"
+    plain = ["intrinsic.addon=none", "intrinsic.options={}", "intrinsic.mode=reward"]
+    pqn = deepsea_returns(tmp_path, "pqn", plain, config)
+    rnd = deepsea_returns(tmp_path, "rnd", [], config)
+    assert len(pqn) == len(rnd) == 2
+    for seed in pqn:
+        # every step right costs; only the treasure makes an update's mean return positive
+        assert max(pqn[seed]) <= 0.0, (seed, max(pqn[seed]))
+        assert max(rnd[seed]) > 0.0, (seed, max(rnd[seed]))
+
+
+def mean_final_returns(tmp_path, name, overrides, config="configs/ppo-rnn-memorychain.yaml"):
     out = tmp_path / name
-    args = ["train", "configs/ppo-rnn-memorychain.yaml", "--out", str(out)]
+    args = ["train", config, "--out", str(out)]
     overrides = ["logging.backends=[]", *overrides]
     assert main(args + sum((["--set", s] for s in overrides), [])) == 0
     records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
@@ -73,3 +85,14 @@ def test_recurrent_ppo_remembers_what_feed_forward_ppo_cannot(tmp_path):
     for seed in gru:
         assert gru[seed] > 0.9, (seed, gru[seed])  # +1 is a perfect answer
         assert abs(mlp[seed]) < 0.3, (seed, mlp[seed])  # chance: 0
+
+
+@pytest.mark.learning
+def test_recurrent_pqn_remembers_what_feed_forward_pqn_cannot(tmp_path):
+    config = "configs/pqn-rnn-memorychain.yaml"
+    gru = mean_final_returns(tmp_path, "gru", [], config)
+    mlp = mean_final_returns(tmp_path, "mlp", ["network.kind=feedforward"], config)
+    assert len(gru) == len(mlp) == 2
+    for seed in gru:
+        assert gru[seed] > 0.9, (seed, gru[seed])
+        assert abs(mlp[seed]) < 0.3, (seed, mlp[seed])
