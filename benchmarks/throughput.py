@@ -170,7 +170,8 @@ def cartpole_rows(algo: str, matmul: float, repeats: int) -> list[tuple]:
         batch = C.load(path, [f"env.num_envs={cartpole.env.num_envs * seeds}"])
         raw = raw_env_sps(batch, 4096 if algo == "ppo" else 512)
         compile_s, sps = run_sps(cfg, repeats)
-        rows.append((f"CartPole-v1 {algo.upper()}, {seeds} seed(s)", compile_s, sps, raw, bound))
+        label = f"CartPole-v1 {algo.upper()}, {seeds} seed{'s' if seeds > 1 else ''}"
+        rows.append((label, compile_s, sps, raw, bound))
     return rows
 
 

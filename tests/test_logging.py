@@ -123,6 +123,8 @@ def test_mlflow_local_store_matches_jsonl(tmp_path):
     (run,) = client.search_runs([client.get_experiment_by_name("nnxrl").experiment_id])
     assert run.info.status == "FINISHED"
     assert run.data.params["ppo.gamma"] == "0.99" and run.data.params["num_seeds"] == "2"
+    assert run.data.params["algo"] == "ppo"
+    assert not any(k.startswith("pqn.") for k in run.data.params)  # the unused section
     records = read_jsonl(tmp_path / "metrics.jsonl")
     for seed in range(2):
         for key in ("loss/total", "episode_return"):

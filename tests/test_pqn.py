@@ -32,7 +32,8 @@ def test_epsilon_hits_its_finish_exactly_at_the_configured_update_and_stays():
     assert np.all(np.diff(eps[:13]) < 0)  # strictly falling until then
     assert eps[12] == np.float32(config.pqn.epsilon_finish)  # exactly, not approximately
     assert np.all(eps[12:] == np.float32(config.pqn.epsilon_finish))
-    np.testing.assert_allclose(eps[6], (1.0 + 0.05) / 2, rtol=1e-6)  # halfway, linear
+    halfway = (config.pqn.epsilon_start + config.pqn.epsilon_finish) / 2
+    np.testing.assert_allclose(eps[6], halfway, rtol=1e-6)  # linear
     # a fraction of 0: the finish value from the first update
     flat = exploration_epsilon(jnp.int32(0), hp._replace(epsilon_decay_fraction=0.0), num_updates)
     assert flat == np.float32(config.pqn.epsilon_finish)

@@ -444,6 +444,13 @@ def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     return from_dict(data, overrides)
 
 
+def settings_in_use(config: Config) -> dict:
+    """The config as plain data without the section of the algorithm not chosen (what
+    trackers record as the run's parameters)."""
+    unused = {"ppo": "pqn", "pqn": "ppo"}[config.algo]
+    return {k: v for k, v in to_dict(config).items() if k != unused}
+
+
 def dump(config: Config, path: str | Path) -> None:
     Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
 

@@ -182,6 +182,6 @@ def _refuse_nonfinite(out_dir: Path, update: int) -> None:
         raise NonFiniteError(
             f"the run in {out_dir} stopped because of {noted['failure']}. Resuming with the "
             "same config meets them again (a run is deterministic); start a new run with a "
-            "changed config instead, e.g. a lower ppo.learning_rate or ppo.max_grad_norm "
-            f"(the last good state is the checkpoint at update {update})"
+            "changed config instead, e.g. a lower learning_rate or max_grad_norm in the "
+            f"algorithm's section (the last good state is the checkpoint at update {update})"
         )

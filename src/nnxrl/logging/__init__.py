@@ -29,7 +29,7 @@ def make_backend(
 
         return MlflowBackend(
             out_dir,
-            config_lib.to_dict(config),
+            config_lib.settings_in_use(config),
             config.logging.mlflow_tracking_uri,
             config.logging.mlflow_experiment,
             out_dir.name,
@@ -41,7 +41,7 @@ def make_backend(
 
         return WandbBackend(
             out_dir,
-            config_lib.to_dict(config),
+            config_lib.settings_in_use(config),
             config.logging.wandb_project,
             config.logging.wandb_mode,
             out_dir.name,
