@@ -40,6 +40,7 @@ from flax import nnx
 
 from nnxrl.algos import sgd
 from nnxrl.algos.episode_metrics import episode_metrics
+from nnxrl.algos.initial_state import initial_run_state
 from nnxrl.algos.intrinsic_streams import combine_rewards, to_experience
 from nnxrl.config import Config, NetworkConfig
 from nnxrl.envs import VecEnv
@@ -265,20 +266,7 @@ def init(key: jax.Array, *, s: PQNStatic) -> RunState:
     network = build_network(
         s.network, s.env.spec, s.num_streams, jax.random.fold_in(key, 0), algo="pqn"
     )
-    params = nnx.state(network)
-    env_key, _, run_key = jax.random.split(jax.random.fold_in(key, 1), 3)
-    obs, env_state = s.env.reset(env_key)
-    return RunState(
-        params=params,
-        opt_state=s.tx.init(params),
-        env_state=env_state,
-        obs=obs,
-        hidden=network.initial_hidden(s.env.num_envs),
-        start=jnp.ones(s.env.num_envs, bool),
-        key=run_key,
-        update=jnp.int32(0),
-        addon=s.addon.init(jax.random.fold_in(key, 2)),
-    )
+    return initial_run_state(key, network, s.env, s.tx, s.addon)
 
 
 # --------------------------------------------------------------------------------------
