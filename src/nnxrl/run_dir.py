@@ -128,7 +128,7 @@ def prepare(
             f"{[u for u in saved if u <= logged]}"
         )
     update = usable[-1] if usable else 0
-    _refuse_nonfinite(out_dir, update)
+    _refuse_nonfinite(out_dir, update, config.algo)
     if update >= config.num_updates and not rewritten:
         raise config_lib.ConfigError(
             f"--resume: the run in {out_dir} is already complete ({update} of "
@@ -172,7 +172,7 @@ def mark_nonfinite(out_dir: Path, update: int, failure: str) -> None:
         pass
 
 
-def _refuse_nonfinite(out_dir: Path, update: int) -> None:
+def _refuse_nonfinite(out_dir: Path, update: int, algo: str) -> None:
     """A run that stopped on a NaN/inf would meet it again: say so instead of resuming."""
     marker = out_dir / NONFINITE_FILE
     if not marker.exists():
@@ -182,6 +182,6 @@ def _refuse_nonfinite(out_dir: Path, update: int) -> None:
         raise NonFiniteError(
             f"the run in {out_dir} stopped because of {noted['failure']}. Resuming with the "
             "same config meets them again (a run is deterministic); start a new run with a "
-            "changed config instead, e.g. a lower learning_rate or max_grad_norm in the "
-            f"algorithm's section (the last good state is the checkpoint at update {update})"
+            f"changed config instead, e.g. a lower {algo}.learning_rate or {algo}.max_grad_norm "
+            f"(the last good state is the checkpoint at update {update})"
         )
