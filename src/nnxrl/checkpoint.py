@@ -18,6 +18,7 @@ template RunState (from the compiled init); shapes and dtypes must match it.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import tempfile
@@ -228,6 +229,7 @@ def _quiet_if_it_fails(grace: float = 0.5) -> Iterator[None]:
             yield
         except BaseException:
             failed = True
+            logging.getLogger("asyncio").addFilter(_drop_unretrieved_reader_tasks)
             time.sleep(grace)  # the late callbacks print into ``held``
             raise
         finally:
@@ -237,6 +239,13 @@ def _quiet_if_it_fails(grace: float = 0.5) -> Iterator[None]:
             if not failed:
                 held.seek(0)
                 sys.stderr.write(held.read().decode(errors="replace"))
+
+
+def _drop_unretrieved_reader_tasks(record: logging.LogRecord) -> bool:
+    """asyncio's 'Task exception was never retrieved' report for the reader's abandoned
+    tasks comes whenever the garbage collector finds them, often after ``grace``, even
+    at exit; once a read has failed (and said so) those reports are dropped."""
+    return "exception was never retrieved" not in str(record.msg)
 
 
 def config_differences(
