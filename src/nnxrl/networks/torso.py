@@ -2,7 +2,8 @@
 an MLP, a conv torso for images, and an encoder that picks between them.
 
 Flat observations are flattened; image observations (rank 3, ``[H, W, C]``) go
-through 3x3 stride-2 convolutions. Every layer is initialised orthogonally (see
+through 3x3 stride-2 convolutions (on CPU computed as patches + one matmul,
+``ops/patch_conv.py``: the same function, ~6x faster inside a scan). Every layer is initialised orthogonally (see
 ``initializers``), so modules can be built inside a compiled, vmapped init.
 """
 
@@ -16,6 +17,7 @@ import numpy as np
 from flax import nnx
 
 from nnxrl.networks.initializers import orthogonal
+from nnxrl.ops.patch_conv import conv_as_matmul
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "tanh": jnp.tanh,
@@ -58,8 +60,13 @@ class ConvTorso(nnx.Module):
         self.out_features = int(np.prod(probe.shape[1:]))
 
     def _conv(self, x: jax.Array) -> jax.Array:
+        as_matmul = jax.default_backend() == "cpu"  # cuDNN's convolutions are fast
         for conv in self.convs:
-            x = self.activation(conv(x))
+            if as_matmul:
+                x = conv_as_matmul(x, conv.kernel[...], conv.bias[...], conv.strides)
+            else:
+                x = conv(x)
+            x = self.activation(x)
         return x
 
     def __call__(self, obs: jax.Array) -> jax.Array:
