@@ -249,7 +249,9 @@ def _drop_unretrieved_reader_tasks(record: logging.LogRecord) -> bool:
 
 
 def config_differences(
-    saved: dict, requested: dict, ignore: tuple[str, ...] = ("logging", "checkpoint")
+    saved: dict,
+    requested: dict,
+    ignore: tuple[str, ...] = ("logging", "checkpoint", "compile_cache"),
 ) -> list[str]:
     """Dotted keys whose values differ between two config dicts (``ignore``d sections
     may differ), as 'key: saved -> requested'."""

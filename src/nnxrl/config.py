@@ -231,6 +231,23 @@ class CheckpointConfig:
 
 
 @dataclass(frozen=True)
+class CompileCacheConfig:
+    enabled: bool = _field(
+        True,
+        "Keep compiled programs in JAX's persistent compilation cache, so that a second "
+        "run of the same config starts without compiling.",
+    )
+    dir: str | None = _field(
+        None,
+        "The cache folder (None: $XDG_CACHE_HOME/nnxrl/jax, else ~/.cache/nnxrl/jax). "
+        "It holds only derived data: deleting it costs one cold compile.",
+    )
+    min_compile_seconds: float = _field(
+        0.1, "Cache only programs whose compilation took at least this long.", low=0
+    )
+
+
+@dataclass(frozen=True)
 class Config:
     algo: Literal["ppo", "pqn"] = _field(
         "ppo",
@@ -252,6 +269,9 @@ class Config:
     intrinsic: IntrinsicConfig = _section(IntrinsicConfig, "Intrinsic-motivation add-on.")
     logging: LoggingConfig = _section(LoggingConfig, "Host-side hand-off and printing.")
     checkpoint: CheckpointConfig = _section(CheckpointConfig, "Checkpoints and resume.")
+    compile_cache: CompileCacheConfig = _section(
+        CompileCacheConfig, "JAX's persistent compilation cache."
+    )
 
     # Derived quantities ---------------------------------------------------------------
     @property

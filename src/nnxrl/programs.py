@@ -1,7 +1,12 @@
 """Compiling a run's programs: ``init`` (the first state of every seed) and a chunk of
 updates (a guarded scan, ``chunk.py``), vmapped over seeds and with the seed axis
 sharded over the devices; networks are initialised inside ``init``. The env may ask
-for XLA options of its own (``EnvSpec.cpu_options``)."""
+for XLA options of its own (``EnvSpec.cpu_options``).
+
+These two are the only programs compiled before training starts: seed keys are
+derived inside ``init`` and hyperparameters are placed from NumPy, so no small eager
+op compiles first, and each program is traced once. Both go through JAX's persistent
+compilation cache (``compile_cache.py``), so a second run of a config starts at once."""
 
 from __future__ import annotations
 
@@ -11,21 +16,21 @@ from functools import partial
 from typing import Any
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from nnxrl import config as config_lib
 from nnxrl.algos.registry import hyperparams_for, make_algorithm
 from nnxrl.chunk import SEED_AXIS, train_chunk
+from nnxrl.compile_cache import use_compile_cache
 from nnxrl.envs import EnvSpec, make_env
 from nnxrl.intrinsic import addon_for
 
 
-def seed_keys(seed: int, num_seeds: int) -> jax.Array:
-    """[S] independent keys: fold_in(key(seed), i) for seed i."""
-    base = jax.random.key(seed)
-    return jax.vmap(lambda i: jax.random.fold_in(base, i))(jnp.arange(num_seeds))
+def seed_key(seed: jax.Array, index: jax.Array) -> jax.Array:
+    """The key of seed ``index`` of a run with base seed ``seed``: fold_in(key(seed), index)."""
+    return jax.random.fold_in(jax.random.key(seed), index)
 
 
 def compiler_options(spec: EnvSpec) -> dict[str, Any]:
@@ -67,29 +72,36 @@ def compile_programs(config: config_lib.Config) -> Programs:
     """Build env and algorithm; compile init and a chunk of updates for all seeds,
     with every array's leading seed axis sharded over the devices. ``init()`` gives
     the first RunState of every seed, networks included."""
+    use_compile_cache(config.compile_cache)
     env = make_env(config.env)
     addon = addon_for(config, env.spec, config.algo_config.num_minibatches)
     algo = make_algorithm(config, env, addon)
-    hp = hyperparams_for(config)
     by_seed = seed_sharding(config.num_seeds)
     replicated = NamedSharding(by_seed.mesh, P())
-    keys = jax.device_put(seed_keys(config.seed, config.num_seeds), by_seed)
-    hp = jax.device_put(hp, replicated)
+    hp = jax.device_put(hyperparams_for(config), replicated)
+    base_seed = jax.device_put(np.uint32(config.seed), replicated)
+    indices = jax.device_put(np.arange(config.num_seeds, dtype=np.int32), by_seed)
+
+    def init_seeds(base_seed: jax.Array, indices: jax.Array) -> Any:
+        keys = jax.vmap(seed_key, in_axes=(None, 0))(base_seed, indices)
+        return jax.vmap(algo.init)(keys)
+
+    traced_init = jax.jit(
+        init_seeds, in_shardings=(replicated, by_seed), out_shardings=by_seed
+    ).trace(base_seed, indices)
     options = compiler_options(env.spec)
-    init_fn = jax.jit(jax.vmap(algo.init), in_shardings=by_seed, out_shardings=by_seed)
     try:
-        init_compiled = init_fn.lower(keys).compile(options)
+        init_compiled = traced_init.lower().compile(options)
     except Exception as e:  # an XLA release without the option: run without it
         print(
             f"nnxrl: XLA options {options} not accepted ({e}); Craftax resets on CPU will be slow",
             file=sys.stderr,
         )
         options = {}
-        init_compiled = init_fn.lower(keys).compile(options)
-    init = partial(init_compiled, keys)
+        init_compiled = traced_init.lower().compile(options)
+    init = partial(init_compiled, base_seed, indices)
     state_shape = jax.tree.map(
-        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=by_seed),
-        jax.eval_shape(jax.vmap(algo.init), keys),
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=by_seed), traced_init.out_info
     )
 
     def compile_chunk(num_updates: int) -> Any:

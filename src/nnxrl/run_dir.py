@@ -145,8 +145,9 @@ def _check_same_config(out_dir: Path, saved: dict, config: config_lib.Config) ->
     differences = checkpoint.config_differences(saved, config_lib.to_dict(config))
     if differences:
         raise config_lib.ConfigError(
-            f"the run in {out_dir} was made with a different config; only logging.* and "
-            "checkpoint.* may change on resume. Differing keys: " + "; ".join(differences)
+            f"the run in {out_dir} was made with a different config; only logging.*, "
+            "checkpoint.* and compile_cache.* may change on resume. Differing keys: "
+            + "; ".join(differences)
         )
 
 

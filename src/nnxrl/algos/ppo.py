@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx
 
@@ -347,4 +348,4 @@ def hyperparams_from(config: Config) -> Hyperparams:
         extrinsic_adv_coef=i.extrinsic_adv_coef,
         intrinsic_adv_coef=i.intrinsic_adv_coef,
     )
-    return Hyperparams(**{k: jnp.float32(v) for k, v in values.items()})
+    return Hyperparams(**{k: np.float32(v) for k, v in values.items()})

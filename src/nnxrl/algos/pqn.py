@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx
 
@@ -328,4 +329,4 @@ def pqn_hyperparams(config: Config) -> PQNHyperparams:
         extrinsic_coef=i.extrinsic_adv_coef,
         intrinsic_coef=i.intrinsic_adv_coef,
     )
-    return PQNHyperparams(**{k: jnp.float32(v) for k, v in values.items()})
+    return PQNHyperparams(**{k: np.float32(v) for k, v in values.items()})

@@ -91,7 +91,10 @@ def make_gymnax_env(env_id: str, num_envs: int, **kwargs) -> VecEnv:
             f"env.id: {env_id!r} has a continuous action space; nnxrl's PPO takes "
             "discrete actions (e.g. CartPole-v1, Acrobot-v1, the MinAtar and bsuite ids)"
         )
-    obs_shape = tuple(env.observation_space(params).shape)
+    # the reset's shape, not env.observation_space(params): building the space runs
+    # (and compiles) small array ops, and nothing should compile before the programs
+    key = jax.eval_shape(jax.random.key, 0)
+    obs_shape = tuple(jax.eval_shape(lambda k: env.reset(k, params)[0], key).shape)
 
     def reset(key: jax.Array):
         obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, num_envs), params)

@@ -3,8 +3,9 @@ an MLP, a conv torso for images, and an encoder that picks between them.
 
 Flat observations are flattened; image observations (rank 3, ``[H, W, C]``) go
 through 3x3 stride-2 convolutions (on CPU computed as patches + one matmul,
-``ops/patch_conv.py``: the same function, ~6x faster inside a scan). Every layer is initialised orthogonally (see
-``initializers``), so modules can be built inside a compiled, vmapped init.
+``ops/patch_conv.py``: the same function, ~6x faster inside a scan). Every layer
+is initialised orthogonally (see ``initializers``), so modules can be built inside
+a compiled, vmapped init.
 """
 
 from __future__ import annotations

@@ -1,0 +1,192 @@
+"""nnxrl beside rejax, side by side in one run: PPO on CartPole-v1 at matched settings.
+
+    uv run python benchmarks/peers.py                  # 1 and 8 seeds, 3 alternated repetitions
+    uv run python benchmarks/peers.py --seeds 1 --repeats 1
+
+Each measurement is a fresh process, so every compile is cold (nnxrl's persistent
+compilation cache is switched off for them); the two libraries alternate within
+each repetition (A B, then B A, ...) so that drift in the machine's speed hits both
+alike, and the table shows medians. rejax runs in an isolated environment of its
+own (``uv run --isolated --with rejax==0.1.3 --with gymnax==0.0.9``: rejax 0.1.3
+needs gymnax 0.0.9), so neither library's pins touch the other's. A last nnxrl row
+runs with the cache on, twice, and reports the second (warm) start.
+
+Matched settings (nnxrl's configs/ppo-cartpole.yaml): 4 envs x 128 steps, 4 epochs x
+4 minibatches, Adam at 2.5e-4, gamma 0.99, GAE lambda 0.95, clip 0.2 (value clip
+too), entropy 0.01, value 0.5, gradient clip 0.5, two tanh layers of 64 for actor and
+critic, 500k env steps per seed. Where they differ by design: rejax does not anneal
+the learning rate (nnxrl's config does), clips gradients element-wise (optax.clip;
+nnxrl by global norm), updates actor and critic with two optimisers, and treats
+time-limit truncation as termination (nnxrl bootstraps through it, one more critic
+pass per env step). rejax's periodic evaluation is off (one evaluation at the end,
+outside the timed run). "Final return" is, for both, the mean undiscounted return
+of 128 episodes played by the final policy (actions sampled), averaged over seeds.
+
+Compile time is what each library spends before the first env step: tracing,
+lowering and XLA compilation of every program the run needs (nnxrl: init and the
+chunk of updates; rejax: its one train program). Env steps/s is env steps of all
+seeds over the wall time of training after compilation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+ROOT = HERE.parent.parent
+CONFIG = ROOT / "configs" / "ppo-cartpole.yaml"
+REJAX = ["--with", "rejax==0.1.3", "--with", "gymnax==0.0.9"]
+EVAL_EPISODES = 128
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, action="append", help="default: 1 and 8")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--worker", choices=("nnxrl", "rejax"), help=argparse.SUPPRESS)
+    parser.add_argument("--cache-dir", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        seeds = args.seeds[0]
+        result = run_nnxrl(seeds, args.cache_dir) if args.worker == "nnxrl" else run_rejax(seeds)
+        print("RESULT " + json.dumps(result), flush=True)
+        return
+    print("| run | library | compile s | env steps/s | final return |", flush=True)
+    print("|---|---|---:|---:|---:|", flush=True)
+    summary = []
+    for seeds in args.seeds or (1, 8):
+        runs: dict[str, list[dict]] = {"nnxrl": [], "rejax": []}
+        for rep in range(args.repeats):
+            order = ("nnxrl", "rejax") if rep % 2 == 0 else ("rejax", "nnxrl")
+            for library in order:
+                result = measure(library, seeds)
+                runs[library].append(result)
+                print(row(f"{seeds} seed(s), rep {rep + 1}", library, result), flush=True)
+        with tempfile.TemporaryDirectory() as cache:
+            measure("nnxrl", seeds, cache)  # fills the cache
+            warm = measure("nnxrl", seeds, cache)
+        print(row(f"{seeds} seed(s), warm cache", "nnxrl", warm), flush=True)
+        summary.append((seeds, runs, warm))
+    print("\nMedians, and nnxrl / rejax:\n")
+    print("| run | nnxrl | rejax | nnxrl / rejax |")
+    print("|---|---:|---:|---:|")
+    for seeds, runs, warm in summary:
+        for key, label in (("sps", "env steps/s"), ("compile_s", "compile s, cold")):
+            ours = statistics.median(r[key] for r in runs["nnxrl"])
+            theirs = statistics.median(r[key] for r in runs["rejax"])
+            print(f"| {label}, {seeds} seed(s) | {ours:,.2f} | {theirs:,.2f} | {ours / theirs:.2f}x |")
+        theirs = statistics.median(r["compile_s"] for r in runs["rejax"])
+        print(
+            f"| compile s, nnxrl warm cache, {seeds} seed(s) | {warm['compile_s']:.2f} | "
+            f"{theirs:.2f} | {warm['compile_s'] / theirs:.2f}x |"
+        )
+        for library in ("nnxrl", "rejax"):
+            returns = [r["final_return"] for r in runs[library]]
+            print(f"| final return, {seeds} seed(s), {library} | {statistics.median(returns):.1f} | | |")
+
+
+def row(run: str, library: str, r: dict) -> str:
+    return (
+        f"| {run} | {library} | {r['compile_s']:.2f} | {r['sps']:,.0f} | {r['final_return']:.1f} |"
+    )
+
+
+def measure(library: str, seeds: int, cache_dir: str | None = None) -> dict:
+    """One fresh worker process; its RESULT line."""
+    args = [str(HERE), "--worker", library, "--seeds", str(seeds)]
+    if library == "nnxrl":
+        cmd = [sys.executable, *args] + (["--cache-dir", cache_dir] if cache_dir else [])
+    else:
+        cmd = ["uv", "run", "--isolated", "--no-project", "--python", "3.11", *REJAX, "python", *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        sys.exit(f"{library} worker failed ({' '.join(cmd)}):\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def run_nnxrl(seeds: int, cache_dir: str | None) -> dict:
+    from nnxrl.cli import use_all_cpu_cores
+
+    use_all_cpu_cores()  # as the CLI does: one CPU device per core
+    import jax
+    import numpy as np
+
+    from nnxrl import config as config_lib
+    from nnxrl.evaluate import play_first_episodes
+    from nnxrl.policy import policy_of
+    from nnxrl.training import train
+
+    cache = [f"compile_cache.dir={cache_dir}"] if cache_dir else ["compile_cache.enabled=false"]
+    overrides = [f"num_seeds={seeds}", "logging.backends=[]", *cache]
+    config = config_lib.load(str(CONFIG), overrides)
+    result = train(config)
+    policy = policy_of(config, result.params)
+    episodes = play_first_episodes(policy, EVAL_EPISODES, greedy=False, key=jax.random.key(1))
+    return {
+        "compile_s": result.compile_seconds,
+        "sps": result.env_steps_per_second,
+        "final_return": float(np.mean(episodes["return"])),
+    }
+
+
+def run_rejax(seeds: int) -> dict:
+    import jax
+    import jax.numpy as jnp
+    from rejax import PPO
+    from rejax.evaluate import evaluate
+
+    total = 500_000
+    algo = PPO.create(
+        env="CartPole-v1",
+        num_envs=4,
+        num_steps=128,
+        num_epochs=4,
+        num_minibatches=4,
+        learning_rate=2.5e-4,
+        max_grad_norm=0.5,
+        total_timesteps=total,
+        eval_freq=total,
+        skip_initial_evaluation=True,
+        gamma=0.99,
+        gae_lambda=0.95,
+        clip_eps=0.2,
+        ent_coef=0.01,
+        vf_coef=0.5,
+        agent_kwargs={"activation": "tanh", "hidden_layer_sizes": (64, 64)},
+    )
+    algo = algo.replace(eval_callback=lambda algo, ts, rng: ts.global_step)  # no evaluation
+    keys = jax.random.split(jax.random.key(0), seeds)
+    t = time.perf_counter()
+    train = jax.jit(jax.vmap(algo.train)).lower(keys).compile()
+    compile_s = time.perf_counter() - t
+    t = time.perf_counter()
+    ts, steps = train(keys)
+    jax.block_until_ready(ts)
+    seconds = time.perf_counter() - t
+    env_steps = int(jnp.sum(ts.global_step))
+
+    def final_return(ts, key):
+        act = algo.make_act(ts)
+        max_steps = algo.env_params.max_steps_in_episode
+        _, returns = evaluate(act, key, algo.env, algo.env_params, EVAL_EPISODES, max_steps)
+        return returns.mean()
+
+    returns = jax.jit(jax.vmap(final_return))(ts, jax.random.split(jax.random.key(1), seeds))
+    return {
+        "compile_s": compile_s,
+        "sps": env_steps / seconds,
+        "final_return": float(jnp.mean(returns)),
+    }
+
+
+if __name__ == "__main__":
+    main()

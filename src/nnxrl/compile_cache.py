@@ -1,0 +1,68 @@
+"""JAX's persistent compilation cache, on by default, in a per-user folder.
+
+A run compiles two programs (init and a chunk of updates); with the cache, a second
+run of the same config (same shapes, settings, JAX version and devices) reads both
+from disk instead of compiling them. The cache is keyed by JAX on the program and
+everything that affects its compilation, so a changed config simply misses.
+
+The folder is the config's ``compile_cache.dir``, else ``$XDG_CACHE_HOME/nnxrl/jax``,
+else ``~/.cache/nnxrl/jax``. It only ever holds derived data: deleting it costs one
+cold compile. Like any compilation cache, it is trusted code: do not point it at a
+folder others can write to.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import jax
+from jax.experimental.compilation_cache import compilation_cache
+
+from nnxrl.config import CompileCacheConfig
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/nnxrl/jax``, or ``~/.cache/nnxrl/jax``."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "nnxrl" / "jax"
+
+
+def use_compile_cache(settings: CompileCacheConfig) -> Path | None:
+    """Point this process's persistent compilation cache where ``settings`` say (or
+    switch it off); returns the folder in use. A folder that cannot be written is
+    reported in one line and the run compiles without a cache."""
+    folder = Path(settings.dir).expanduser() if settings.dir else default_cache_dir()
+    problem = None if not settings.enabled else _unwritable(folder)
+    if problem:
+        print(
+            f"nnxrl: compile cache {folder} cannot be used ({problem}); compiling without "
+            "it. Set compile_cache.dir to a writable folder, or compile_cache.enabled=false.",
+            file=sys.stderr,
+        )
+    enabled = settings.enabled and not problem
+    if enabled:
+        if not jax.config.jax_enable_compilation_cache or (
+            jax.config.jax_compilation_cache_dir != str(folder)
+        ):
+            jax.config.update("jax_enable_compilation_cache", True)
+            compilation_cache.set_cache_dir(str(folder))
+            compilation_cache.reset_cache()  # JAX opens its cache once: make it reopen
+    elif jax.config.jax_enable_compilation_cache:
+        jax.config.update("jax_enable_compilation_cache", False)
+        compilation_cache.reset_cache()
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", settings.min_compile_seconds)
+    return folder if enabled else None
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why ``folder`` cannot hold the cache, or None when it can (created if missing)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
