@@ -24,6 +24,8 @@ use_all_cpu_cores()
 import jax
 from nnxrl import config as C
 name, path, overrides, chunks = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
+if "compile_cache" in C.Config.__dataclass_fields__:  # time cold compiles on both sides
+    overrides = [*overrides, "compile_cache.enabled=false"]
 config = C.load(path, overrides)
 try:
     from nnxrl.programs import compile_programs
@@ -56,6 +58,11 @@ CASES = {
         "configs/ppo-cartpole.yaml",
         ["num_seeds=8", "logging.updates_per_chunk=61", "logging.backends=[]"],
         4,
+    ),
+    "CartPole-v1 PQN, 1 seed": (
+        "configs/pqn-cartpole.yaml",
+        ["logging.updates_per_chunk=61", "logging.backends=[]"],
+        2,
     ),
     "Craftax-Classic-Symbolic, 1 seed": (
         "configs/ppo-craftax-classic-symbolic.yaml",

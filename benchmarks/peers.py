@@ -82,15 +82,17 @@ def main() -> None:
         for key, label in (("sps", "env steps/s"), ("compile_s", "compile s, cold")):
             ours = statistics.median(r[key] for r in runs["nnxrl"])
             theirs = statistics.median(r[key] for r in runs["rejax"])
-            print(f"| {label}, {seeds} seed(s) | {ours:,.2f} | {theirs:,.2f} | {ours / theirs:.2f}x |")
+            print(
+                f"| {label}, {seeds} seed(s) | {ours:,.2f} | {theirs:,.2f} | {ours / theirs:.2f}x |"
+            )
         theirs = statistics.median(r["compile_s"] for r in runs["rejax"])
         print(
             f"| compile s, nnxrl warm cache, {seeds} seed(s) | {warm['compile_s']:.2f} | "
             f"{theirs:.2f} | {warm['compile_s'] / theirs:.2f}x |"
         )
         for library in ("nnxrl", "rejax"):
-            returns = [r["final_return"] for r in runs[library]]
-            print(f"| final return, {seeds} seed(s), {library} | {statistics.median(returns):.1f} | | |")
+            returns = statistics.median(r["final_return"] for r in runs[library])
+            print(f"| final return, {seeds} seed(s), {library} | {returns:.1f} | | |")
 
 
 def row(run: str, library: str, r: dict) -> str:
@@ -105,7 +107,17 @@ def measure(library: str, seeds: int, cache_dir: str | None = None) -> dict:
     if library == "nnxrl":
         cmd = [sys.executable, *args] + (["--cache-dir", cache_dir] if cache_dir else [])
     else:
-        cmd = ["uv", "run", "--isolated", "--no-project", "--python", "3.11", *REJAX, "python", *args]
+        cmd = [
+            "uv",
+            "run",
+            "--isolated",
+            "--no-project",
+            "--python",
+            "3.11",
+            *REJAX,
+            "python",
+            *args,
+        ]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=dict(os.environ))
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode != 0 or not lines:

@@ -99,3 +99,23 @@ def test_init_is_one_function_that_jits_and_vmaps_over_seeds():
     single = jax.jit(ppo.init)(keys[1])
     for a, b in zip(jax.tree.leaves(single.params), jax.tree.leaves(states.params), strict=True):
         np.testing.assert_allclose(a, b[1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["feedforward", "gru"])
+def test_each_step_bootstraps_from_the_value_of_its_own_final_observation(kind):
+    """V(final obs) is computed after the rollout (feed-forward) or inside it (GRU);
+    either way, where no episode ended at step t the final observation is the next
+    one, so final_value[t] == value[t + 1]; at a time limit it is not the reset's."""
+    from nnxrl.algos.ppo import collect_rollout
+
+    config, ppo = build("env.kwargs={max_steps_in_episode: 6}", f"network.kind={kind}")
+    s = ppo.update.keywords["s"]
+    state = jax.jit(ppo.init)(jax.random.key(0))
+    _, t, _ = jax.jit(partial(collect_rollout, s=s))(state)
+    final, value = np.asarray(t.final_value[:-1, :, 0]), np.asarray(t.value[1:, :, 0])
+    ended = np.asarray(t.terminated | t.truncated)[:-1]
+    assert ended.any() and (~ended).any()
+    np.testing.assert_allclose(final[~ended], value[~ended], rtol=1e-5, atol=1e-6)
+    truncated = np.asarray(t.truncated & ~t.terminated)[:-1]
+    assert truncated.any()
+    assert not np.allclose(final[truncated], value[truncated])

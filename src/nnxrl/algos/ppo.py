@@ -112,16 +112,24 @@ def train_update(run_state: RunState, hp: Hyperparams, *, s: PPOStatic) -> tuple
 
 def collect_rollout(run_state: RunState, s: PPOStatic) -> tuple[RunState, Transition, jax.Array]:
     """Act for T steps in every env. Returns the advanced state, the Transitions
-    [T, B] and V(obs) [B, K] for the observation after the last step."""
+    [T, B] and V(obs) [B, K] for the observation after the last step.
+
+    V(final obs), the bootstrap of a time-limit truncation, comes from one more
+    recurrent step from the new hidden state (same episode) inside the scan; a
+    feed-forward critic evaluates all T x B final observations in one batched pass
+    after it (measured faster than a small pass per step: ``benchmarks/ab.py``)."""
     model = nnx.merge(s.graphdef, run_state.params)
 
-    def env_step(state: RunState, _: Any) -> tuple[RunState, Transition]:
+    def env_step(state: RunState, _: Any) -> tuple[RunState, tuple[Transition, jax.Array]]:
         key, action_key, step_key = jax.random.split(state.key, 3)
         hidden, dist, value = model.step(state.hidden, state.obs, state.start)
         action = dist.sample(action_key)
         env_state, out = s.env.step(step_key, state.env_state, action)
-        # V(final obs) continues the same episode: one more step from the new hidden
-        _, _, final_value = model.step(hidden, out.final_obs, jnp.zeros_like(state.start))
+        if s.sequences:  # recurrent: continue the episode from the new hidden state
+            _, _, final_value = model.step(hidden, out.final_obs, jnp.zeros_like(state.start))
+            final_obs = jnp.zeros((0,))
+        else:  # feed-forward: after the scan, for all steps at once
+            final_value, final_obs = jnp.zeros_like(value), out.final_obs
         transition = Transition(
             obs=state.obs,
             hidden=state.hidden,
@@ -137,9 +145,11 @@ def collect_rollout(run_state: RunState, s: PPOStatic) -> tuple[RunState, Transi
         )
         start = jnp.logical_or(out.terminated, out.truncated)
         state = state.replace(obs=out.obs, hidden=hidden, start=start, env_state=env_state, key=key)
-        return state, transition
+        return state, (transition, final_obs)
 
-    run_state, trajectory = jax.lax.scan(env_step, run_state, length=s.num_steps)
+    run_state, (trajectory, final_obs) = jax.lax.scan(env_step, run_state, length=s.num_steps)
+    if not s.sequences:
+        trajectory = trajectory._replace(final_value=model.value(final_obs))
     _, _, last_value = model.step(run_state.hidden, run_state.obs, run_state.start)
     return run_state, trajectory, last_value
 

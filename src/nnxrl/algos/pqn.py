@@ -125,17 +125,22 @@ def collect_rollout(
     run_state: RunState, epsilon: jax.Array, hp: PQNHyperparams, s: PQNStatic
 ) -> tuple[RunState, QTransition, jax.Array]:
     """Act epsilon-greedily for T steps in every env. Returns the advanced state, the
-    QTransitions [T, B] and the greedy values [B, K] of the observation after them."""
+    QTransitions [T, B] and the greedy values [B, K] of the observation after them.
+    Q(final obs), the truncation bootstrap, is computed as PPO's V(final obs) is: a
+    recurrent step inside the scan, or one batched pass after it (feed-forward)."""
     model = nnx.merge(s.graphdef, run_state.params)
     weights = stream_weights(hp, s.num_streams)
 
-    def env_step(state: RunState, _: Any) -> tuple[RunState, QTransition]:
+    def env_step(state: RunState, _: Any) -> tuple[RunState, tuple[QTransition, jax.Array]]:
         key, action_key, step_key = jax.random.split(state.key, 3)
         hidden, q = model.step(state.hidden, state.obs, state.start)
         action = EpsilonGreedy(acting_values(q, weights), epsilon).sample(action_key)
         env_state, out = s.env.step(step_key, state.env_state, action)
-        # Q(final obs) continues the same episode: one more step from the new hidden
-        _, final_q = model.step(hidden, out.final_obs, jnp.zeros_like(state.start))
+        if s.sequences:  # recurrent: continue the episode from the new hidden state
+            _, final_q = model.step(hidden, out.final_obs, jnp.zeros_like(state.start))
+            final_obs = jnp.zeros((0,))
+        else:  # feed-forward: after the scan, for all steps at once
+            final_q, final_obs = jnp.zeros_like(q), out.final_obs
         transition = QTransition(
             obs=state.obs,
             hidden=state.hidden,
@@ -150,9 +155,12 @@ def collect_rollout(
         )
         start = jnp.logical_or(out.terminated, out.truncated)
         state = state.replace(obs=out.obs, hidden=hidden, start=start, env_state=env_state, key=key)
-        return state, transition
+        return state, (transition, final_obs)
 
-    run_state, trajectory = jax.lax.scan(env_step, run_state, length=s.num_steps)
+    run_state, (trajectory, final_obs) = jax.lax.scan(env_step, run_state, length=s.num_steps)
+    if not s.sequences:
+        final_value = greedy_values(model(final_obs), weights)
+        trajectory = trajectory._replace(final_value=final_value)
     _, last_q = model.step(run_state.hidden, run_state.obs, run_state.start)
     return run_state, trajectory, greedy_values(last_q, weights)
 
