@@ -90,7 +90,9 @@ def reference_run(tmp_path_factory):
     return out
 
 
-def test_slow_backend_changes_nothing_loses_nothing_and_does_not_stall(reference_run, tmp_path):
+def test_slow_backend_changes_nothing_loses_nothing_and_does_not_stall(
+    reference_run, tmp_path, capsys
+):
     slow = SlowBackend(0.4)  # 8 chunks x 0.4 s: far longer than this tiny run trains
     result = run_training(tiny("logging.backends=[]"), tmp_path, quiet=True, extra_backends=(slow,))
     # every update of every seed, once, in order
@@ -104,6 +106,7 @@ def test_slow_backend_changes_nothing_loses_nothing_and_does_not_stall(reference
     # and the results are those of a run without it
     assert (tmp_path / "metrics.jsonl").read_text() == (reference_run / "metrics.jsonl").read_text()
     assert len(read_jsonl(tmp_path / "metrics_aggregate.jsonl")) == 16
+    assert capsys.readouterr().err == ""  # quiet: not even the backlog is mentioned
 
 
 def test_a_backend_that_raises_is_reported_once_and_the_rest_complete(tmp_path, capsys):

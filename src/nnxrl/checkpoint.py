@@ -267,4 +267,12 @@ def config_differences(
             out.append(f"{prefix.rstrip('.')}: {a!r} -> {b!r}")
 
     walk(saved, requested, "")
+    for section, key in KEPT_IN_STATE:  # in an ignored section, but shapes the run state
+        a, b = (d.get(section, {}).get(key) for d in (saved, requested))
+        if a is not None and b is not None and a != b:
+            out.append(f"{section}.{key}: {a!r} -> {b!r}")
     return out
+
+
+# Settings of otherwise free sections that are part of the run state.
+KEPT_IN_STATE = (("logging", "return_window"),)

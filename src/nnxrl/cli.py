@@ -56,10 +56,22 @@ def _train(args: argparse.Namespace) -> int:
         f"compile {result.compile_seconds:.1f} s, train {result.train_seconds:.1f} s, "
         f"{result.env_steps_per_second:,.0f} env steps/s (all seeds)"
     )
-    for i, ret in enumerate(result.final_returns):
-        shown = "none (no episode ended in the last update)" if ret is None else f"{ret:.2f}"
-        print(f"seed {config.seed}+{i}: final return {shown}")
+    print_final_table(config, result)
+    print(f"evaluate the policy: nnxrl eval {out_dir}")
     return 0
+
+
+def print_final_table(config: config_lib.Config, result) -> None:
+    """One row per seed: its index, its key, and its rolling return at the end."""
+    window = config.logging.return_window
+    print(
+        f"| seed | key | return (last {window} episodes of training) | episodes |\n"
+        "|---:|---|---:|---:|"
+    )
+    for i, (ret, count) in enumerate(zip(result.final_returns, result.final_episodes, strict=True)):
+        shown = "- (no episode ended)" if ret is None else f"{ret:.2f}"
+        key = f"fold_in(key({config.seed}), {i})"
+        print(f"| {i} | {key} | {shown} | {count} |")
 
 
 def _load_policy(path: str, step: int | None, epsilon: float | None = None):

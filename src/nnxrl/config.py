@@ -192,7 +192,7 @@ class LoggingConfig:
         choices=BACKENDS,
     )
     mlflow_tracking_uri: str | None = _field(
-        None, "MLflow tracking URI (None: a local store in the run directory, <out>/mlruns)."
+        None, "MLflow tracking URI (None: a local store in the run directory, <out>/mlflow.db)."
     )
     mlflow_experiment: str = _field("nnxrl", "MLflow experiment name.")
     wandb_project: str = _field("nnxrl", "Weights & Biases project.")
@@ -207,6 +207,13 @@ class LoggingConfig:
     )
     print_every: int = _field(
         10, "Console: a summary line every this many chunks (and at the end).", low=1
+    )
+    return_window: int = _field(
+        100,
+        "The rolling return (console, metrics.jsonl's episode_return_window) is the mean "
+        "over each seed's last this many finished episodes. Kept in the run state, so it "
+        "cannot change on --resume.",
+        low=1,
     )
 
 

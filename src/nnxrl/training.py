@@ -58,7 +58,10 @@ class RunResult:
     train_seconds: float
     train_end: float  # time.perf_counter() when the device finished the last chunk
     env_steps_per_second: float
+    # per seed: the rolling return over its last logging.return_window finished episodes
+    # at the end (None if no episode ended), and how many episodes that mean holds
     final_returns: list[float | None] = field(default_factory=list)
+    final_episodes: list[int] = field(default_factory=list)
     # name -> [S, U] per seed and update (NaN where undefined), and 'update', 'env_steps' [U]
     metrics: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -129,15 +132,7 @@ def run_training(
         if outcome.kind == "stopped" or stop.requested:
             raise Stopped(outcome.update, out_dir)
 
-    last = outcome.last_metrics  # empty when only records were written back
-    final_returns = [
-        None if int(c) == 0 else float(r)
-        for c, r in zip(
-            np.asarray(last.get("episode_count", np.zeros((0, 1))))[:, -1],
-            np.asarray(last.get("episode_return", np.zeros((0, 1))))[:, -1],
-            strict=True,
-        )
-    ]
+    final_returns, final_episodes = final_window(outcome.last_metrics)
     steps = (config.num_updates - start.update) * config.batch_size * config.num_seeds
     return RunResult(
         out_dir=out_dir,
@@ -147,8 +142,19 @@ def run_training(
         train_end=train_end,
         env_steps_per_second=steps / max(outcome.seconds, 1e-9),
         final_returns=final_returns,
+        final_episodes=final_episodes,
         metrics=metric_history(out_dir, logger, config.num_seeds),
     )
+
+
+def final_window(last: dict) -> tuple[list[float | None], list[int]]:
+    """Each seed's rolling return and its episode count after the last logged update
+    (empty lists when the run logged no chunk: only records were written back)."""
+    if "episode_return_window" not in last:
+        return [], []
+    counts = np.asarray(last["episodes_in_window"])[:, -1].astype(int).tolist()
+    values = np.asarray(last["episode_return_window"])[:, -1].tolist()
+    return [float(v) if c > 0 else None for v, c in zip(values, counts, strict=True)], counts
 
 
 def metric_history(out_dir: Path | None, logger: Any, num_seeds: int) -> dict[str, np.ndarray]:

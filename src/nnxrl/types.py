@@ -121,6 +121,7 @@ class RunState:
     key: jax.Array  # PRNG key for everything that follows
     update: jax.Array  # int32: updates done so far
     addon: Any  # the intrinsic add-on's state (empty for none)
+    recent_returns: Any  # ReturnWindow: the last N episodes' returns (algos/return_window.py)
 
 
 @struct.dataclass

@@ -9,16 +9,23 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
+from nnxrl.algos.return_window import empty_window
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon
 from nnxrl.types import RunState
 
 
 def initial_run_state(
-    key: jax.Array, network: Any, env: VecEnv, tx: optax.GradientTransformation, addon: Addon
+    key: jax.Array,
+    network: Any,
+    env: VecEnv,
+    tx: optax.GradientTransformation,
+    addon: Addon,
+    return_window: int,
 ) -> RunState:
     """Fresh optimiser, envs and add-on around ``network`` (built by the caller from
-    ``fold_in(key, 0)``): jittable, and vmappable over keys for many seeds."""
+    ``fold_in(key, 0)``), an empty window of the last ``return_window`` episode
+    returns: jittable, and vmappable over keys for many seeds."""
     params = nnx.state(network)
     env_key, _, run_key = jax.random.split(jax.random.fold_in(key, 1), 3)
     obs, env_state = env.reset(env_key)
@@ -32,4 +39,5 @@ def initial_run_state(
         key=run_key,
         update=jnp.int32(0),
         addon=addon.init(jax.random.fold_in(key, 2)),
+        recent_returns=empty_window(return_window),
     )

@@ -42,6 +42,7 @@ from nnxrl.algos import sgd
 from nnxrl.algos.episode_metrics import episode_metrics
 from nnxrl.algos.initial_state import initial_run_state
 from nnxrl.algos.intrinsic_streams import combine_rewards, to_experience
+from nnxrl.algos.return_window import ReturnWindow, record_episodes, window_metrics
 from nnxrl.config import Config, NetworkConfig
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
@@ -73,6 +74,7 @@ class PPOStatic:
     clip_value: bool
     advantage_normalization: str  # 'minibatch', 'batch' or 'none'
     achievement_names: tuple[str, ...]
+    return_window: int  # episodes in the rolling return (logging.return_window)
 
     @property
     def steps_per_update(self) -> int:
@@ -104,9 +106,12 @@ def train_update(run_state: RunState, hp: Hyperparams, *, s: PPOStatic) -> tuple
         key=key,
         update=run_state.update + 1,
         addon=addon_state,
+        recent_returns=record_episodes(run_state.recent_returns, trajectory),
     )
     addon_metrics = {**reward_metrics, **update_metrics}
-    metrics = summarize(trajectory, batch, bonus, loss_metrics, addon_metrics, s)
+    metrics = summarize(
+        trajectory, batch, bonus, run_state.recent_returns, loss_metrics, addon_metrics, s
+    )
     return run_state, metrics
 
 
@@ -272,15 +277,18 @@ def summarize(
     trajectory: Transition,
     batch: Batch,
     bonus: jax.Array,
+    recent_returns: ReturnWindow,
     loss_metrics: dict,
     addon_metrics: dict,
     s: PPOStatic,
 ) -> dict:
     """Fixed-shape scalars for one update: losses averaged over epochs and minibatches,
-    the episodes that ended (``algos/episode_metrics.py``), the add-on's metrics, and
+    the episodes that ended (``algos/episode_metrics.py``) and the rolling return
+    over the last N (``algos/return_window.py``), the add-on's metrics, and
     the extrinsic value function's explained variance."""
     metrics = {k: v.mean() for k, v in loss_metrics.items()}
     metrics.update(episode_metrics(trajectory, bonus, s.achievement_names))
+    metrics.update(window_metrics(recent_returns))
     metrics.update(addon_metrics)
     target, value = batch.target[..., 0], batch.value[..., 0]
     residual = jnp.var(target - value)
@@ -297,7 +305,7 @@ def init(key: jax.Array, *, s: PPOStatic) -> RunState:
     """The run state before the first update: fresh networks, optimiser, envs and
     add-on (jittable, and vmappable over keys for many seeds)."""
     network = build_network(s.network, s.env.spec, s.num_streams, jax.random.fold_in(key, 0))
-    return initial_run_state(key, network, s.env, s.tx, s.addon)
+    return initial_run_state(key, network, s.env, s.tx, s.addon, s.return_window)
 
 
 # --------------------------------------------------------------------------------------
@@ -333,6 +341,7 @@ def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
         clip_value=p.clip_value,
         advantage_normalization=p.advantage_normalization,
         achievement_names=env.spec.achievement_names,
+        return_window=config.logging.return_window,
     )
     return PPO(
         init=partial(init, s=s),

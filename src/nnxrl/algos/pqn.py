@@ -43,6 +43,7 @@ from nnxrl.algos import sgd
 from nnxrl.algos.episode_metrics import episode_metrics
 from nnxrl.algos.initial_state import initial_run_state
 from nnxrl.algos.intrinsic_streams import combine_rewards, to_experience
+from nnxrl.algos.return_window import ReturnWindow, record_episodes, window_metrics
 from nnxrl.config import Config, NetworkConfig
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
@@ -72,6 +73,7 @@ class PQNStatic:
     sequences: bool  # recurrent: minibatches of whole env sequences
     loss: str  # 'squared' or 'huber'
     achievement_names: tuple[str, ...]
+    return_window: int  # episodes in the rolling return (logging.return_window)
 
     @property
     def steps_per_update(self) -> int:
@@ -104,9 +106,12 @@ def train_update(run_state: RunState, hp: PQNHyperparams, *, s: PQNStatic) -> tu
         key=key,
         update=run_state.update + 1,
         addon=addon_state,
+        recent_returns=record_episodes(run_state.recent_returns, trajectory),
     )
     addon_metrics = {**reward_metrics, **update_metrics}
-    metrics = summarize(trajectory, batch, bonus, epsilon, loss_metrics, addon_metrics, s)
+    metrics = summarize(
+        trajectory, batch, bonus, run_state.recent_returns, epsilon, loss_metrics, addon_metrics, s
+    )
     return run_state, metrics
 
 
@@ -247,16 +252,19 @@ def summarize(
     trajectory: QTransition,
     batch: QBatch,
     bonus: jax.Array,
+    recent_returns: ReturnWindow,
     epsilon: jax.Array,
     loss_metrics: dict,
     addon_metrics: dict,
     s: PQNStatic,
 ) -> dict:
     """Fixed-shape scalars for one update: losses averaged over epochs and minibatches,
-    the episodes that ended (``algos/episode_metrics.py``), the add-on's metrics, the
+    the episodes that ended (``algos/episode_metrics.py``) and the rolling return
+    over the last N (``algos/return_window.py``), the add-on's metrics, the
     exploration epsilon and the mean greedy value and target of the extrinsic stream."""
     metrics = {k: v.mean() for k, v in loss_metrics.items()}
     metrics.update(episode_metrics(trajectory, bonus, s.achievement_names))
+    metrics.update(window_metrics(recent_returns))
     metrics.update(addon_metrics)
     metrics["stats/epsilon"] = epsilon
     metrics["stats/q_greedy"] = trajectory.value[..., 0].mean()
@@ -275,7 +283,7 @@ def init(key: jax.Array, *, s: PQNStatic) -> RunState:
     network = build_network(
         s.network, s.env.spec, s.num_streams, jax.random.fold_in(key, 0), algo="pqn"
     )
-    return initial_run_state(key, network, s.env, s.tx, s.addon)
+    return initial_run_state(key, network, s.env, s.tx, s.addon, s.return_window)
 
 
 # --------------------------------------------------------------------------------------
@@ -311,6 +319,7 @@ def make_pqn(config: Config, env: VecEnv, addon: Addon | None = None) -> PQN:
         sequences=config.network.kind == "gru",
         loss=p.loss,
         achievement_names=env.spec.achievement_names,
+        return_window=config.logging.return_window,
     )
     return PQN(
         init=partial(init, s=s),

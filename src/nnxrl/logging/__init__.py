@@ -23,7 +23,15 @@ def make_backend(
     if name == "console":
         from nnxrl.logging.console import ConsoleBackend
 
-        return ConsoleBackend(config.num_updates, config.logging.print_every)
+        resume = None
+        if out_dir is not None and config.checkpoint.enabled:
+            resume = f"nnxrl train --resume {out_dir}"
+        return ConsoleBackend(
+            config.num_updates,
+            config.logging.print_every,
+            return_window=config.logging.return_window,
+            resume_command=resume,
+        )
     if name == "mlflow":
         from nnxrl.logging.mlflow_tracker import MlflowBackend
 
@@ -66,7 +74,9 @@ def make_logger(
     if out_dir is None:  # nothing is written: records are kept in memory
         memory = MemoryBackend()
         shown = [make_backend("console", config, None)] if console else []
-        return MetricLogger([memory, *shown, *extra], config.batch_size, config.num_seeds)
+        return MetricLogger(
+            [memory, *shown, *extra], config.batch_size, config.num_seeds, quiet=not console
+        )
     out_dir = Path(out_dir)
     backends: list[Backend] = [JsonlBackend(out_dir)]
     for name in config.logging.backends:
@@ -81,4 +91,4 @@ def make_logger(
                 file=sys.stderr,
                 flush=True,
             )
-    return MetricLogger([*backends, *extra], config.batch_size, config.num_seeds)
+    return MetricLogger([*backends, *extra], config.batch_size, config.num_seeds, quiet=not console)

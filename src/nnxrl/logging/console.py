@@ -1,17 +1,27 @@
 """Console backend: a live progress line on a terminal, summary lines everywhere.
 
-On a terminal the last line is redrawn after each chunk: updates done / total,
-env steps, SPS, ETA and the latest mean return across seeds. When stdout is not a
+On a terminal the last line is redrawn after each chunk; when stdout is not a
 terminal (CI, a log file) only the summary lines are written, every
-``print_every`` chunks and at the end.
+``print_every`` chunks and at the end. A line reads::
+
+    [########------------] update 40/100  env steps 81,920 per seed
+      52,311 steps/s all seeds  ETA 0:00:12  return 187.30 (last 100 ep., mean over 4 seeds)
+
+``env steps`` counts one seed's steps; ``steps/s`` all seeds' steps over the last
+``SPS_SECONDS`` of training (a chunk-by-chunk figure jumps with the hand-over
+timing); ``return`` is the mean over seeds of each seed's rolling return over its
+last ``logging.return_window`` finished episodes (``episode_return_window``).
 """
 
 from __future__ import annotations
 
 import sys
+from collections import deque
 from typing import TextIO
 
 from nnxrl.logging.records import LogBatch
+
+SPS_SECONDS = 10.0  # steps/s is measured over this trailing window of training time
 
 
 def _format_duration(seconds: float) -> str:
@@ -22,28 +32,22 @@ def _format_duration(seconds: float) -> str:
 class ConsoleBackend:
     name = "console"
 
-    def __init__(self, num_updates: int, print_every: int = 10, stream: TextIO | None = None):
+    def __init__(
+        self,
+        num_updates: int,
+        print_every: int = 10,
+        stream: TextIO | None = None,
+        return_window: int = 100,
+        resume_command: str | None = None,
+    ):
         self.num_updates = num_updates
         self.print_every = print_every
         self.stream = stream or sys.stdout
         self.live = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.return_window = return_window
+        self.resume_command = resume_command  # shown when the run stops early
         self._chunks = 0
-
-    def _status(self, batch: LogBatch) -> str:
-        last = batch.aggregates[-1]
-        update = last["update"]
-        ret = last.get("episode_return/mean")
-        shown = f"{ret:9.2f}" if ret is not None else "     none"
-        steps_per_update = last["env_steps"] / update
-        sps = batch.sps or 0.0
-        remaining = (self.num_updates - update) * steps_per_update * last["num_seeds"]
-        eta = _format_duration(remaining / sps) if sps > 0 else "?"
-        done = update / self.num_updates
-        bar = "#" * int(20 * done) + "-" * (20 - int(20 * done))
-        return (
-            f"[{bar}] update {update}/{self.num_updates}  env steps {last['env_steps']:,}"
-            f"  {sps:,.0f} steps/s  ETA {eta}  return {shown}"
-        )
+        self._progress: deque[tuple[float, int]] = deque()  # (elapsed s, all seeds' steps)
 
     def open(self) -> None:
         pass
@@ -59,7 +63,51 @@ class ConsoleBackend:
         elif self.live:
             print("\r\033[K" + status, end="", file=self.stream, flush=True)
 
+    def _status(self, batch: LogBatch) -> str:
+        last = batch.aggregates[-1]
+        update, seeds = last["update"], last["num_seeds"]
+        steps_per_update = last["env_steps"] // update
+        sps = self._trailing_sps(batch, steps_per_update * seeds)
+        remaining = (self.num_updates - update) * steps_per_update * seeds
+        eta = _format_duration(remaining / sps) if sps > 0 else "?"
+        done = update / self.num_updates
+        bar = "#" * int(20 * done) + "-" * (20 - int(20 * done))
+        return (
+            f"[{bar}] update {update}/{self.num_updates}  env steps {last['env_steps']:,} per "
+            f"seed  {sps:,.0f} steps/s all seeds  ETA {eta}  {self._return(batch, seeds)}"
+        )
+
+    def _trailing_sps(self, batch: LogBatch, steps_per_update: int) -> float:
+        """All seeds' env steps per second over the last SPS_SECONDS of training."""
+        if not self._progress:  # the clock starts just before the first chunk
+            first = batch.aggregates[0]["update"] - 1
+            self._progress.append((0.0, first * steps_per_update))
+        steps = batch.aggregates[-1]["update"] * steps_per_update
+        self._progress.append((batch.elapsed, steps))
+        while len(self._progress) > 2 and batch.elapsed - self._progress[1][0] >= SPS_SECONDS:
+            self._progress.popleft()
+        (t0, s0), (t1, s1) = self._progress[0], self._progress[-1]
+        return (s1 - s0) / (t1 - t0) if t1 > t0 else 0.0
+
+    def _return(self, batch: LogBatch, seeds: int) -> str:
+        last = batch.aggregates[-1]
+        value = last.get("episode_return_window/mean")
+        if value is None:
+            return "return: no episode has ended yet"
+        have = sum(
+            r.get("episode_return_window") is not None
+            for r in batch.records
+            if r["update"] == last["update"]
+        )
+        over = f"{seeds} seeds" if have == seeds else f"{have} of {seeds} seeds"
+        if seeds == 1:
+            over = "1 seed"
+        return f"return {value:.2f} (last {self.return_window} ep., mean over {over})"
+
     def close(self, status: str) -> None:
-        if status != "finished":
-            said = {"killed": "training stopped"}.get(status, f"training {status}")
-            print(("\n" if self.live else "") + said, file=self.stream, flush=True)
+        if status == "finished":
+            return
+        said = {"killed": "training stopped"}.get(status, f"training {status}")
+        if status == "killed" and self.resume_command:
+            said += f"; continue with `{self.resume_command}`"
+        print(("\n" if self.live else "") + said, file=self.stream, flush=True)

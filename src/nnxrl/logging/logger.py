@@ -57,8 +57,9 @@ def brief(error: BaseException) -> str:
 class _Worker:
     """One backend fed from its own queue by its own thread."""
 
-    def __init__(self, backend: Backend, rest: bool = True):
+    def __init__(self, backend: Backend, rest: bool = True, quiet: bool = False):
         self.backend = backend
+        self.quiet = quiet  # say nothing about the backlog at close
         self.rest = rest  # keep to DUTY_CYCLE while training runs (not the record)
         self.failed = False
         self.draining = threading.Event()  # set at close: write the rest at full speed
@@ -98,7 +99,7 @@ class _Worker:
     def close(self, status: str) -> None:
         self.draining.set()
         backlog = self.queue.qsize()
-        if backlog > 2 and not self.failed:
+        if backlog > 2 and not self.failed and not self.quiet:
             print(
                 f"nnxrl: writing the last {backlog} chunks to {self.backend.name}...",
                 file=sys.stderr,
@@ -110,14 +111,16 @@ class _Worker:
 
 
 class MetricLogger:
-    def __init__(self, backends: Sequence[Backend], batch_size: int, num_seeds: int):
+    def __init__(
+        self, backends: Sequence[Backend], batch_size: int, num_seeds: int, quiet: bool = False
+    ):
         self.batch_size = batch_size
         self.num_seeds = num_seeds
         # the record of truth (metrics.jsonl), whose failure stops the run
         self.record = next((b for b in backends if b.name == "jsonl"), None)
         # the records kept in memory when nothing is written (or None)
         self.memory = next((b for b in backends if b.name == "memory"), None)
-        self.workers = [_Worker(b, rest=b is not self.record) for b in backends]
+        self.workers = [_Worker(b, rest=b is not self.record, quiet=quiet) for b in backends]
         self._queue: queue.Queue = queue.Queue()
         self._dispatcher = threading.Thread(target=self._dispatch, name="nnxrl-logger", daemon=True)
         self._dispatcher.start()

@@ -10,6 +10,8 @@ import numpy as np
 
 # Episode means are undefined when no episode ended in an update: reported as None.
 EPISODE_PREFIXES = ("episode_return", "episode_length", "achievements/")
+# The rolling return over the last N episodes is defined once any episode has ended.
+WINDOW_KEYS = ("episode_return_window",)
 
 
 @dataclass(frozen=True)
@@ -39,11 +41,14 @@ def chunk_to_records(
         update = first_update + j
         for s in range(num_seeds):
             count = int(arrays["episode_count"][s, j])
+            in_window = int(arrays.get("episodes_in_window", arrays["episode_count"])[s, j])
             record = {"update": update, "env_steps": update * batch_size, "seed": s}
             for name, values in arrays.items():
                 value = float(values[s, j])
-                if name == "episode_count":
-                    value = count
+                if name in ("episode_count", "episodes_in_window"):
+                    value = int(value)
+                elif name in WINDOW_KEYS:
+                    value = value if in_window > 0 else None
                 elif (count == 0 and name.startswith(EPISODE_PREFIXES)) or not math.isfinite(value):
                     value = None
                 record[name] = value
