@@ -7,6 +7,7 @@ nnxrl render RUN_DIR|POLICY_DIR [--seed I] [--out episode.gif] [--greedy | --eps
              [--step UPDATE]
 nnxrl export RUN_DIR [--step UPDATE] [--out DIR]
 nnxrl plot RUN_DIR [RUN_DIR ...] [--metric NAME] [--out FILE.png]
+nnxrl configs                (the shipped configs, which train and --resume take by name)
 nnxrl --plugin MODULE ...   (import MODULE first: it may register envs and add-ons)
 """
 
@@ -193,6 +194,20 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _configs(args: argparse.Namespace) -> int:
+    from nnxrl.shipped_configs import configs_dir, describe, shipped_configs
+
+    found = shipped_configs()
+    if not found:
+        print("nnxrl: no shipped configs found with this installation", file=sys.stderr)
+        return 2
+    print(f"shipped configs ({configs_dir()}); run one with `nnxrl train NAME`:")
+    width = max(map(len, found))
+    for name, path in found.items():
+        print(f"  {name:<{width}}  {describe(path)}")
+    return 0
+
+
 def _count(low: int, high: int | None = None):
     """An argparse type: an integer in [low, high], with a message that says so."""
 
@@ -233,7 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train an agent from a YAML config")
     train.add_argument(
-        "config", nargs="?", help="path to a YAML config, e.g. configs/ppo-cartpole.yaml"
+        "config",
+        nargs="?",
+        help="a YAML config file, or a shipped config's name (nnxrl configs), e.g. ppo-cartpole",
     )
     train.add_argument(
         "--set",
@@ -315,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--metric", default="episode_return", help="metric to plot")
     plot.add_argument("--out", default="plot.png", help="output PNG (default plot.png)")
     plot.set_defaults(func=_plot)
+    configs = sub.add_parser("configs", help="list the shipped configs (train takes their names)")
+    configs.set_defaults(func=_configs)
     return parser
 
 

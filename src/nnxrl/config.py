@@ -443,12 +443,18 @@ def from_dict(data: Mapping[str, Any], overrides: Iterable[str] = ()) -> Config:
 
 def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     """Load a YAML config file, apply overrides, validate."""
-    path = Path(path)
+    from nnxrl.shipped_configs import find_config, shipped_configs
+
+    path = find_config(path)
     where = f"config file {str(path)!r}"
-    if not path.is_file():
+    if not path.exists():
+        names = ", ".join(shipped_configs()) or "none found"
         raise ConfigError(
-            f"{where} does not exist" if not path.exists() else f"{where} is not a file"
+            f"{where} does not exist; give a YAML file or the name of a shipped config "
+            f"({names}; `nnxrl configs` lists them)"
         )
+    if not path.is_file():
+        raise ConfigError(f"{where} is not a file")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
