@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from nnxrl import config as C
-from nnxrl.cli import main
 from nnxrl.logging.mlflow_tracker import local_store_uri
 from nnxrl.logging.records import aggregate, chunk_to_records
 from nnxrl.training import run_training
@@ -216,18 +215,6 @@ def test_ctrl_c_keeps_every_completed_update_and_marks_the_mlflow_run_killed(tmp
     assert run.info.status == "KILLED"
     history = client.get_metric_history(run.info.run_id, "seed_0/loss/total")
     assert len(history) == len(updates)
-
-
-def test_plot_overlays_one_curve_per_run(reference_run, tmp_path, capsys):
-    out = tmp_path / "curves.png"
-    assert main(["plot", str(reference_run), str(reference_run), "--out", str(out)]) == 0
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    from nnxrl.plot import plot_runs
-
-    labels = plot_runs([reference_run, reference_run], "loss/total", tmp_path / "b.png")
-    assert len(labels) == 2
-    assert main(["plot", str(reference_run), "--metric", "nope"]) == 2
-    assert "nope" in capsys.readouterr().err
 
 
 def test_logger_threads_are_joined(reference_run):

@@ -6,7 +6,8 @@ nnxrl eval RUN_DIR|POLICY_DIR [--episodes N] [--greedy | --epsilon E] [--step UP
 nnxrl render RUN_DIR|POLICY_DIR [--seed I] [--out episode.gif] [--greedy | --epsilon E]
              [--step UPDATE]
 nnxrl export RUN_DIR [--step UPDATE] [--out DIR]
-nnxrl plot RUN_DIR [RUN_DIR ...] [--metric NAME] [--out FILE.png]
+nnxrl plot RUN_DIR [RUN_DIR ...] [--metric NAME ...] [--smooth W] [--statistic mean|iqm]
+           [--no-interval] [--out FILE.png]
 nnxrl configs                (the shipped configs, which train and --resume take by name)
 nnxrl --plugin MODULE ...   (import MODULE first: it may register envs and add-ons)
 """
@@ -181,16 +182,24 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from nnxrl.plot import plot_runs
+    from nnxrl.plot import DEFAULT_METRIC, plot_runs
     from nnxrl.run_dir import ensure_writable_file
 
     ensure_writable_file(args.out, "--out")
+    metrics = args.metric or [DEFAULT_METRIC]
     try:
-        labels = plot_runs(args.runs, args.metric, args.out)
+        drawn = plot_runs(
+            args.runs,
+            metrics,
+            args.out,
+            smooth=args.smooth,
+            statistic=args.statistic,
+            interval=not args.no_interval,
+        )
     except (FileNotFoundError, KeyError) as e:
         print(f"nnxrl: {e.args[0]}", file=sys.stderr)
         return 2
-    print(f"wrote {args.out}: {args.metric} of {', '.join(labels)}")
+    print(f"wrote {args.out}: {', '.join(metrics)} of {', '.join(drawn['labels'])}")
     return 0
 
 
@@ -327,9 +336,33 @@ def build_parser() -> argparse.ArgumentParser:
                 default=0,
                 help="PRNG seed for envs and sampling",
             )
-    plot = sub.add_parser("plot", help="learning curves (mean +- std over seeds) of runs")
+    plot = sub.add_parser(
+        "plot", help="learning curves of runs: a statistic across seeds with a 95 %% CI band"
+    )
     plot.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run directories to overlay")
-    plot.add_argument("--metric", default="episode_return", help="metric to plot")
+    plot.add_argument(
+        "--metric",
+        action="append",
+        metavar="NAME",
+        help="a metrics.jsonl key; repeat for stacked panels (default episode_return_window: "
+        "the rolling return over the last logging.return_window episodes)",
+    )
+    plot.add_argument(
+        "--smooth",
+        type=_count(1),
+        default=1,
+        metavar="W",
+        help="average each seed over its last W updates first (default 1: raw)",
+    )
+    plot.add_argument(
+        "--statistic",
+        choices=("mean", "iqm"),
+        default="mean",
+        help="across seeds: the mean, or the interquartile mean (default mean)",
+    )
+    plot.add_argument(
+        "--no-interval", action="store_true", help="leave out the bootstrap confidence band"
+    )
     plot.add_argument("--out", default="plot.png", help="output PNG (default plot.png)")
     plot.set_defaults(func=_plot)
     configs = sub.add_parser("configs", help="list the shipped configs (train takes their names)")
