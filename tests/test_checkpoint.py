@@ -318,7 +318,7 @@ def test_resume_continues_the_same_mlflow_run_without_duplicates(tmp_path):
     client = MlflowClient(tracking_uri=local_store_uri(out))
     runs = client.search_runs(client.get_experiment_by_name("nnxrl").experiment_id)
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
-    history = client.get_metric_history(runs[0].info.run_id, "seed_0/episode_count")
+    history = client.get_metric_history(runs[0].info.run_id, "episode_count")
     steps = sorted(m.step for m in history)
     assert steps == [u * config.batch_size for u in range(1, config.num_updates + 1)]
     records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]

@@ -120,14 +120,25 @@ def test_a_backend_that_raises_is_reported_once_and_the_rest_complete(tmp_path, 
 def test_mlflow_local_store_matches_jsonl(tmp_path):
     from mlflow import MlflowClient
 
-    run_training(tiny("logging.backends=[mlflow]"), tmp_path, quiet=True)
-    client = MlflowClient(tracking_uri=local_store_uri(tmp_path))
-    (run,) = client.search_runs([client.get_experiment_by_name("nnxrl").experiment_id])
+    out = tmp_path / "run"
+    run_training(tiny("logging.backends=[mlflow]"), out, quiet=True)
+    assert (tmp_path / "mlflow.db").is_file() and not (out / "mlflow.db").exists()
+    client = MlflowClient(tracking_uri=local_store_uri(out))
+    experiment = client.get_experiment_by_name("nnxrl")
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.status == "FINISHED"
     assert run.data.params["ppo.gamma"] == "0.99" and run.data.params["num_seeds"] == "2"
     assert run.data.params["algo"] == "ppo"
     assert not any(k.startswith("pqn.") for k in run.data.params)  # the unused section
-    records = read_jsonl(tmp_path / "metrics.jsonl")
+    tags = run.data.tags
+    assert tags["nnxrl.algo"] == "ppo" and tags["nnxrl.env"] == "CartPole-v1"
+    assert tags["nnxrl.run_dir"] == str(out.resolve()) and tags["nnxrl.version"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode == 0:  # the tests run inside the repository
+        assert tags["git.commit"] == tags["mlflow.source.git.commit"] == head.stdout.strip()
+    records = read_jsonl(out / "metrics.jsonl")
+    aggregates = read_jsonl(out / "metrics_aggregate.jsonl")
     for seed in range(2):
         for key in ("loss/total", "episode_return"):
             expected = [
@@ -140,10 +151,49 @@ def test_mlflow_local_store_matches_jsonl(tmp_path):
             assert len(got) == len(expected) > 0
             np.testing.assert_allclose([v for _, v in got], [v for _, v in expected], rtol=1e-6)
             assert [s for s, _ in got] == [s for s, _ in expected]
-    mean = client.get_metric_history(run.info.run_id, "loss/total/mean")
-    assert len(mean) == 16
+    for name, column in (("loss/total", "loss/total/mean"), ("loss/total/std", "loss/total/std")):
+        got = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, name))
+        expected = [(a["env_steps"], a[column]) for a in aggregates]
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert "loss/total/mean" not in run.data.metrics  # the mean is the metric's own name
     artifacts = [a.path for a in client.list_artifacts(run.info.run_id)]
     assert "config.yaml" in artifacts
+    artifact_dir = run.info.artifact_uri.removeprefix("file://")
+    assert artifact_dir.startswith(str(tmp_path.resolve() / "mlartifacts"))
+
+
+def test_runs_in_one_folder_share_a_store_and_one_seed_logs_no_spread(tmp_path):
+    """Two runs side by side are two runs of one experiment in runs/mlflow.db, each with
+    its artifacts apart; a one-seed run logs each metric once, thinned to
+    logging.tracker_points; the full CartPole run adds under twice its JSONL's size."""
+    from mlflow import MlflowClient
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    one_seed = ["num_seeds=1", "logging.backends=[mlflow]", "logging.tracker_points=5"]
+    run_training(tiny(*one_seed), first, quiet=True)
+    size_after_first = (tmp_path / "mlflow.db").stat().st_size
+    cartpole = C.load("configs/ppo-cartpole.yaml", ["logging.backends=[mlflow]"])
+    run_training(cartpole, second, quiet=True)
+    client = MlflowClient(tracking_uri=local_store_uri(first))
+    runs = client.search_runs([client.get_experiment_by_name("nnxrl").experiment_id])
+    assert sorted(r.info.run_name for r in runs) == ["a", "b"]
+    assert len({r.info.artifact_uri for r in runs}) == 2
+    for run in runs:
+        assert not any(k.startswith("seed_") or k.endswith("/std") for k in run.data.metrics)
+    steps = {
+        r.info.run_name: sorted(
+            m.step for m in client.get_metric_history(r.info.run_id, "loss/total")
+        )
+        for r in runs
+    }
+    # 16 updates, about 5 points: every 4th update
+    assert steps["a"] == [u * 128 for u in (4, 8, 12, 16)]
+    # 976 updates, about 200 points: every 5th and the last
+    updates = cartpole.num_updates
+    expected = [u for u in range(1, updates + 1) if u % 5 == 0 or u == updates]
+    assert steps["b"] == [u * cartpole.batch_size for u in expected]
+    growth = (tmp_path / "mlflow.db").stat().st_size - size_after_first
+    assert growth < 2 * (second / "metrics.jsonl").stat().st_size, growth
 
 
 def test_mlflow_store_that_cannot_be_created_warns_once_and_training_completes(tmp_path, capsys):
@@ -185,7 +235,7 @@ def test_ctrl_c_keeps_every_completed_update_and_marks_the_mlflow_run_killed(tmp
         "train",
         "configs/ppo-cartpole.yaml",
         "--out",
-        str(tmp_path),
+        str(tmp_path / "run"),
         "--set",
         "num_seeds=2",
         "--set",
@@ -194,9 +244,11 @@ def test_ctrl_c_keeps_every_completed_update_and_marks_the_mlflow_run_killed(tmp
         "logging.backends=[mlflow]",
         "--set",
         "logging.updates_per_chunk=4",
+        "--set",
+        "logging.tracker_points=10000",  # every update goes to MLflow too
     ]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    jsonl = tmp_path / "metrics.jsonl"
+    jsonl = tmp_path / "run" / "metrics.jsonl"
     deadline = time.time() + 120
     while time.time() < deadline and (not jsonl.exists() or len(jsonl.read_text()) < 5000):
         time.sleep(0.2)
@@ -210,7 +262,7 @@ def test_ctrl_c_keeps_every_completed_update_and_marks_the_mlflow_run_killed(tmp
     assert len(records) == 2 * len(updates)
     from mlflow import MlflowClient
 
-    client = MlflowClient(tracking_uri=local_store_uri(tmp_path))
+    client = MlflowClient(tracking_uri=local_store_uri(tmp_path / "run"))
     (run,) = client.search_runs([client.get_experiment_by_name("nnxrl").experiment_id])
     assert run.info.status == "KILLED"
     history = client.get_metric_history(run.info.run_id, "seed_0/loss/total")

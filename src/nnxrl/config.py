@@ -179,7 +179,7 @@ class IntrinsicConfig:
         return 2 if self.mode == "value_head" else 1
 
 
-BACKENDS = ("console", "mlflow", "wandb")
+BACKENDS = ("console", "mlflow", "wandb", "tensorboard")
 MAX_SEED = 2**32 - 1  # jax.random.key keeps 32 bits: key(2**32) == key(0)
 MAX_BATCH = 2**31 - 1  # transitions per update: arrays are indexed with int32
 
@@ -188,11 +188,14 @@ MAX_BATCH = 2**31 - 1  # transitions per update: arrays are indexed with int32
 class LoggingConfig:
     backends: list = _field(
         ["console", "mlflow"],
-        "Metric backends besides metrics.jsonl (always written): any of console, mlflow, wandb.",
+        "Metric backends besides metrics.jsonl (always written): any of console, mlflow, "
+        "wandb, tensorboard.",
         choices=BACKENDS,
     )
     mlflow_tracking_uri: str | None = _field(
-        None, "MLflow tracking URI (None: a local store in the run directory, <out>/mlflow.db)."
+        None,
+        "MLflow tracking URI (None: a SQLite store shared by the runs beside this one, "
+        "<out>/../mlflow.db, so that `mlflow ui` compares them).",
     )
     mlflow_experiment: str = _field("nnxrl", "MLflow experiment name.")
     wandb_project: str = _field("nnxrl", "Weights & Biases project.")
@@ -207,6 +210,17 @@ class LoggingConfig:
     )
     print_every: int = _field(
         10, "Console: a summary line every this many chunks (and at the end).", low=1
+    )
+    tracker_points: int = _field(
+        200,
+        "MLflow and TensorBoard receive each series at about this many evenly spaced "
+        "updates (every k-th and the last); metrics.jsonl and W&B keep every update.",
+        low=2,
+    )
+    log_video: bool = _field(
+        False,
+        "At the end of a run, render one greedy episode of seed 0 to <out>/episode.gif "
+        "and attach it to MLflow, W&B and TensorBoard.",
     )
     return_window: int = _field(
         100,

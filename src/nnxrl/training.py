@@ -119,6 +119,8 @@ def run_training(
             train_end = time.perf_counter()
             if outcome.kind == "finished" and out_dir is not None:
                 export_policy(config, out_dir, outcome.state)
+                if config.logging.log_video:
+                    attach_episode(config, out_dir, outcome.state, logger, quiet)
             status = {"finished": "finished", "stopped": "killed"}.get(outcome.kind, "failed")
         except KeyboardInterrupt:  # a second Ctrl-C: stop at once
             status = "killed"
@@ -172,6 +174,29 @@ def start_state(programs: Programs, out_dir: Path, update: int, quiet: bool) -> 
     if not quiet:
         print(f"resumed from the checkpoint at update {update}", flush=True)
     return jax.device_put(restored, programs.sharding)
+
+
+def attach_episode(
+    config: config_lib.Config, out_dir: Path, state: Any, logger: Any, quiet: bool
+) -> None:
+    """logging.log_video: one greedy episode of seed 0 to ``out_dir/episode.gif``, handed
+    to the backends that keep files. An env without a renderer is said and skipped."""
+    import sys
+
+    from nnxrl.policy import policy_of
+    from nnxrl.render import render_episode
+
+    path = out_dir / "episode.gif"
+    try:
+        info = render_episode(
+            policy_of(config, state.params), 0, path, jax.random.key(config.seed), greedy=True
+        )
+    except ValueError as e:  # no renderer for this env
+        print(f"nnxrl: logging.log_video: {e}; no video attached", file=sys.stderr, flush=True)
+        return
+    if not quiet:
+        print(f"rendered a greedy episode of seed 0 to {path} (return {info['return']:.2f})")
+    logger.attach(path)
 
 
 def export_policy(config: config_lib.Config, out_dir: Path, state: Any) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from nnxrl.logging.logger import Backend, MetricLogger, brief
 from nnxrl.logging.records import LogBatch
+from nnxrl.logging.run_info import run_tags
 
 __all__ = ["Backend", "LogBatch", "MetricLogger", "make_logger"]
 
@@ -43,6 +44,10 @@ def make_backend(
             out_dir.name,
             run_id=mlflow_run_id,
             start_update=start_update,
+            tags=run_tags(config, out_dir),
+            num_seeds=config.num_seeds,
+            num_updates=config.num_updates,
+            points=config.logging.tracker_points,
         )
     if name == "wandb":
         from nnxrl.logging.wandb_tracker import WandbBackend
@@ -53,6 +58,19 @@ def make_backend(
             config.logging.wandb_project,
             config.logging.wandb_mode,
             out_dir.name,
+            tags=run_tags(config, out_dir),
+        )
+    if name == "tensorboard":
+        from nnxrl.logging.tensorboard_writer import TensorboardBackend
+
+        return TensorboardBackend(
+            out_dir,
+            config_lib.settings_in_use(config),
+            tags=run_tags(config, out_dir),
+            num_seeds=config.num_seeds,
+            num_updates=config.num_updates,
+            points=config.logging.tracker_points,
+            start_update=start_update,
         )
     raise ValueError(f"unknown logging backend {name!r}")
 

@@ -17,12 +17,17 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from nnxrl.logging.records import LogBatch, aggregate, chunk_to_records
 
 
 class Backend(Protocol):
+    """A metric sink. One may also have ``attach(path)``, to keep a file (the
+    end-of-run episode GIF) with the run."""
+
     name: str
 
     def open(self) -> None:
@@ -36,6 +41,15 @@ class Backend(Protocol):
 
 
 _STOP = object()
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file for the backends that take one (``Backend.attach``), e.g. an episode GIF."""
+
+    path: Path
+
+
 # The largest share of its thread's time a backend spends writing while training runs.
 DUTY_CYCLE = 0.1
 
@@ -72,7 +86,11 @@ class _Worker:
         self._call("open")
         while (batch := self.queue.get()) is not _STOP:
             started = time.perf_counter()
-            self._call("write", batch)
+            if isinstance(batch, Attachment):
+                if hasattr(self.backend, "attach"):
+                    self._call("attach", batch.path)
+            else:
+                self._call("write", batch)
             self.queue.task_done()
             # While training runs, stay in the background: rest so that writing takes at
             # most DUTY_CYCLE of this thread's time; what is left is written at close.
@@ -159,6 +177,12 @@ class MetricLogger:
             finally:
                 self._queue.task_done()
         self._queue.task_done()
+
+    def attach(self, path: Path) -> None:
+        """Hand a file to every backend that has ``attach`` (after the chunks before)."""
+        self._queue.join()
+        for worker in self.workers:
+            worker.queue.put(Attachment(Path(path)))
 
     def wait_for_record(self) -> None:
         """Block until metrics.jsonl holds every chunk handed over (or has failed)."""

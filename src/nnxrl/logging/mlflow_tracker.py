@@ -1,14 +1,22 @@
 """MLflow backend, the default tracker.
 
-Uses MLflow's local SQLite store inside the run directory (``<out>/mlflow.db``,
-artifacts in ``<out>/mlartifacts``) unless ``logging.mlflow_tracking_uri`` names
-another. Logs the resolved config as
-flattened params and as an artifact, per-seed metrics as ``seed_<i>/<name>`` and
-the across-seed aggregates as ``<name>/mean`` and ``<name>/std``, all at step
-``env_steps``, plus ``perf/sps``. The run ends FINISHED, KILLED or FAILED.
+Unless ``logging.mlflow_tracking_uri`` names another, every run uses one SQLite
+store shared with the runs beside it: ``<out>/../mlflow.db`` (``runs/mlflow.db`` for
+the default ``runs/<config>-<time>``), so ``mlflow ui --backend-store-uri
+sqlite:///runs/mlflow.db`` lists and compares them all; artifacts go to
+``<out>/../mlartifacts/<run id>``. The experiment is marked as model training (MLflow
+3 would otherwise open it as a GenAI experiment), and each run is tagged with
+``nnxrl.algo``, ``nnxrl.env``, ``nnxrl.version``, ``nnxrl.run_dir`` and ``git.commit``.
 
-The run id is written to ``<out>/mlflow_run_id``; a resumed run continues that
-run and skips the steps it already holds (a resumed run recomputes them exactly).
+Metrics, at step ``env_steps`` (per seed), every k-th update and the last
+(``logging.tracker_points``): each metric's mean across seeds as ``<name>``, and with
+more than one seed its spread as ``<name>/std``, ``/min``, ``/max`` (one chart
+section per metric) and each seed's series as ``seed_<i>/<name>``; ``perf/sps``. The
+resolved config is logged as flattened params and as an artifact. The run ends
+FINISHED, KILLED or FAILED.
+
+The run id is written to ``<out>/mlflow_run_id``; a resumed run continues that run
+and skips the steps it already holds (a resumed run recomputes them exactly).
 """
 
 from __future__ import annotations
@@ -23,13 +31,22 @@ from typing import Any
 from nnxrl.logging.jsonl import RECORD_FILES, read_records
 from nnxrl.logging.logger import brief
 from nnxrl.logging.records import LogBatch
+from nnxrl.logging.run_info import is_logged, logged_updates
 
 _STATUS = {"finished": "FINISHED", "killed": "KILLED", "failed": "FAILED"}
+# MLflow 3's UI opens an experiment without this tag as a GenAI one (traces, tokens).
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
+LOCK_RETRY_SECONDS = 60.0  # runs sharing a SQLite store wait for each other's writes
+
+
+def local_store_path(out_dir: str | Path) -> Path:
+    """The SQLite store shared by the runs in ``out_dir``'s parent folder."""
+    return Path(out_dir).resolve().parent / "mlflow.db"
 
 
 def local_store_uri(out_dir: str | Path) -> str:
-    """MLflow's local SQLite store inside the run directory."""
-    return local_store_uri_of(Path(out_dir) / "mlflow.db")
+    """The URI of ``local_store_path(out_dir)``."""
+    return local_store_uri_of(local_store_path(out_dir))
 
 
 def local_store_uri_of(path: Path) -> str:
@@ -107,14 +124,24 @@ class MlflowBackend:
         run_name: str,
         run_id: str | None = None,
         start_update: int = 0,
+        *,
+        tags: dict[str, str] | None = None,
+        num_seeds: int = 1,
+        num_updates: int = 1,
+        points: int = 200,
     ):
         self.out_dir = Path(out_dir).resolve()
-        self.local = tracking_uri is None  # the store in the run directory
+        self.local = tracking_uri is None  # the store shared by the runs beside this one
+        self.store = local_store_path(out_dir)
         self.tracking_uri = tracking_uri or local_store_uri(out_dir)
         self.config_dict = config_dict
         self.experiment = experiment
         self.run_name = run_name
         self.run_id = run_id
+        self.tags = tags or {}
+        self.per_seed = num_seeds > 1  # one seed: its series is the mean
+        self.num_updates = num_updates
+        self.stride = logged_updates(num_updates, points)
         self.start_update = start_update  # a resumed run's records up to here exist
         self.skip_through = -1  # env_steps already in the run
 
@@ -130,59 +157,70 @@ class MlflowBackend:
         self._metric_cls = Metric
         self._mlflow = mlflow
         check_sqlite_store(self.tracking_uri)
-        if self.run_id is not None and self._continue_run():
-            return
         if self.local:
             self._open_local_store()
         else:
             self.client = mlflow.MlflowClient(tracking_uri=self.tracking_uri)
+        if self.run_id is not None and self._continue_run():
+            return
         self._create_run()
         if self.start_update > 0:
             self._resend_records()
 
     def _continue_run(self) -> bool:
-        """Continue the run ``run_id`` (on resume); False when the local store cannot
-        be used (it is then moved aside and a new one made)."""
+        """Continue the run ``run_id`` (on resume); False when the store does not hold
+        it (a run moved to another folder, or made before the store was shared)."""
+        from mlflow.exceptions import MlflowException
+
         try:
-            self.client = self._mlflow.MlflowClient(tracking_uri=self.tracking_uri)
-            self.client.update_run(self.run_id, status="RUNNING")
-            history = self.client.get_metric_history(self.run_id, "seed_0/episode_count")
-        except Exception as e:
-            if not self.local:
+            self._locked_retry(self.client.update_run, self.run_id, status="RUNNING")
+        except MlflowException as e:
+            if e.error_code != "RESOURCE_DOES_NOT_EXIST":
                 raise
-            self._move_aside(e)
+            print(
+                f"nnxrl: the MLflow run {self.run_id} is not in {self.tracking_uri}; "
+                "starting a new run there with the records of metrics.jsonl",
+                file=sys.stderr,
+                flush=True,
+            )
             return False
+        history = self.client.get_metric_history(self.run_id, "episode_count")
         self.skip_through = max((m.step for m in history), default=-1)
         return True
 
     def _open_local_store(self) -> None:
-        """Use the run directory's store; make a new one in a side file and rename it
-        into place once initialised, so a kill at any moment leaves no half-made store."""
-        store = self.out_dir / "mlflow.db"
-        if store.exists():
+        """Use the shared store, or make it: a new store is initialised under a name of
+        this process's own and linked into place only if none appeared meanwhile, so
+        neither a kill nor a second run starting at the same moment leaves a half-made
+        store. A store that cannot be opened is moved aside and made afresh."""
+        if self.store.exists():
             try:
                 self.client = self._mlflow.MlflowClient(tracking_uri=self.tracking_uri)
-                self.client.search_experiments(max_results=1)
+                self._locked_retry(self.client.search_experiments, max_results=1)
                 return
             except Exception as e:
                 self._move_aside(e)
-        partial = self.out_dir / "mlflow.db.partial"
+        partial = self.store.with_name(f"mlflow.db.partial-{os.getpid()}")
         partial.unlink(missing_ok=True)
         partial_uri = local_store_uri_of(partial)
         self._mlflow.MlflowClient(tracking_uri=partial_uri).search_experiments(max_results=1)
         forget_engine(partial_uri)  # its connections would follow the file's new name
-        partial.rename(store)
+        try:
+            os.link(partial, self.store)
+        except FileExistsError:  # another run made it first: use theirs
+            pass
+        finally:
+            partial.unlink(missing_ok=True)
         self.client = self._mlflow.MlflowClient(tracking_uri=self.tracking_uri)
 
     def _move_aside(self, error: Exception) -> None:
-        store = self.out_dir / "mlflow.db"
         forget_engine(self.tracking_uri)
-        if store.exists():
-            broken = store.with_name(f"mlflow.db.broken-{int(time.time())}")
-            store.rename(broken)
+        if self.store.exists():
+            broken = self.store.with_name(f"mlflow.db.broken-{int(time.time())}")
+            self.store.rename(broken)
             print(
-                f"nnxrl: the MLflow store {store} could not be used ({brief(error)}); moved "
-                f"it to {broken.name} and made a new one, re-sending the records of "
+                f"nnxrl: the MLflow store {self.store} could not be used ({brief(error)}); "
+                f"moved it to {broken.name} and made a new one, re-sending the records of "
                 "metrics.jsonl",
                 file=sys.stderr,
                 flush=True,
@@ -191,23 +229,43 @@ class MlflowBackend:
     def _create_run(self) -> None:
         from mlflow.entities import Param
 
-        found = self.client.get_experiment_by_name(self.experiment)
-        experiment_id = (
-            found.experiment_id
-            if found
-            else self.client.create_experiment(
-                self.experiment, artifact_location=(self.out_dir / "mlartifacts").as_uri()
-            )
+        experiment_id = self._experiment_id()
+        run = self._locked_retry(
+            self.client.create_run, experiment_id, run_name=self.run_name, tags=self.tags
         )
-        run = self.client.create_run(experiment_id, run_name=self.run_name)
         self.run_id = run.info.run_id
         params = [Param(k, str(v)) for k, v in flatten(self.config_dict).items()]
         for i in range(0, len(params), 100):
-            self.client.log_batch(self.run_id, params=params[i : i + 100])
+            self._locked_retry(self.client.log_batch, self.run_id, params=params[i : i + 100])
         config_file = self.out_dir / "config.yaml"
         if config_file.exists():
-            self.client.log_artifact(self.run_id, str(config_file))
+            self._locked_retry(self.client.log_artifact, self.run_id, str(config_file))
         (self.out_dir / "mlflow_run_id").write_text(self.run_id + "\n")
+
+    def _experiment_id(self) -> str:
+        """The experiment's id, made (as a model-training experiment) if it is new."""
+        from mlflow.exceptions import MlflowException
+
+        found = self.client.get_experiment_by_name(self.experiment)
+        if found is None:
+            location = None
+            if self.local:
+                location = (self.store.parent / "mlartifacts").as_uri()
+            try:
+                return self._locked_retry(
+                    self.client.create_experiment,
+                    self.experiment,
+                    artifact_location=location,
+                    tags=EXPERIMENT_KIND,
+                )
+            except MlflowException:  # another run made it at the same moment
+                found = self.client.get_experiment_by_name(self.experiment)
+                if found is None:
+                    raise
+        if not all(found.tags.get(k) == v for k, v in EXPERIMENT_KIND.items()):
+            for key, value in EXPERIMENT_KIND.items():
+                self._locked_retry(self.client.set_experiment_tag, found.experiment_id, key, value)
+        return found.experiment_id
 
     def _resend_records(self) -> None:
         """A new run for a resumed one: send what metrics.jsonl holds up to the start."""
@@ -222,25 +280,55 @@ class MlflowBackend:
     def write(self, batch: LogBatch) -> None:
         now = int(time.time() * 1000)
         metrics = []
-        for r in batch.records:
-            if r["env_steps"] <= self.skip_through:
+        for a in batch.aggregates:
+            if a["env_steps"] <= self.skip_through or not self._logged(a["update"]):
+                continue
+            for key, value in a.items():
+                name = series_name(key, self.per_seed)
+                if name is not None:
+                    metrics.append(self._metric_cls(name, value, now, a["env_steps"]))
+        for r in batch.records if self.per_seed else ():
+            if r["env_steps"] <= self.skip_through or not self._logged(r["update"]):
                 continue
             for key, value in r.items():
                 if key not in ("update", "env_steps", "seed") and value is not None:
-                    metrics.append(
-                        self._metric_cls(f"seed_{r['seed']}/{key}", value, now, r["env_steps"])
-                    )
-        for a in batch.aggregates:  # mean and std (min and max stay in the JSONL)
-            if a["env_steps"] <= self.skip_through:
-                continue
-            for key, value in a.items():
-                if key.endswith(("/mean", "/std")):
-                    metrics.append(self._metric_cls(key, value, now, a["env_steps"]))
+                    name = f"seed_{r['seed']}/{key}"
+                    metrics.append(self._metric_cls(name, value, now, r["env_steps"]))
         step = batch.aggregates[-1]["env_steps"]
         if batch.sps is not None and step > self.skip_through:
             metrics.append(self._metric_cls("perf/sps", batch.sps, now, step))
         for i in range(0, len(metrics), 1000):
-            self.client.log_batch(self.run_id, metrics=metrics[i : i + 1000])
+            self._locked_retry(self.client.log_batch, self.run_id, metrics=metrics[i : i + 1000])
+
+    def _logged(self, update: int) -> bool:
+        return is_logged(update, self.num_updates, self.stride)
+
+    def attach(self, path: Path) -> None:
+        """Attach a file (the end-of-run episode GIF) to the run's artifacts."""
+        self._locked_retry(self.client.log_artifact, self.run_id, str(path), "media")
 
     def close(self, status: str) -> None:
-        self.client.set_terminated(self.run_id, status=_STATUS[status])
+        self._locked_retry(self.client.set_terminated, self.run_id, status=_STATUS[status])
+
+    def _locked_retry(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+        """``call``, retried while another process holds the SQLite store's write lock."""
+        deadline, delay = time.monotonic() + LOCK_RETRY_SECONDS, 0.05
+        while True:
+            try:
+                return call(*args, **kwargs)
+            except Exception as e:
+                if "database is locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(2 * delay, 1.0)
+
+
+def series_name(aggregate_key: str, per_seed: bool) -> str | None:
+    """MLflow's name for an aggregate column: 'x/mean' -> 'x'; 'x/std', '/min' and
+    '/max' kept with more than one seed; None for what is not logged."""
+    if aggregate_key in ("update", "env_steps", "num_seeds"):
+        return None
+    stem, _, stat = aggregate_key.rpartition("/")
+    if stat == "mean":
+        return stem
+    return aggregate_key if per_seed and stat in ("std", "min", "max") else None

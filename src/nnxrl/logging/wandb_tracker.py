@@ -3,7 +3,8 @@
 Offline mode (the default) needs no account and writes the run under
 ``<out>/wandb``; ``wandb sync`` uploads it later. One ``log`` call per update,
 at step ``update``, holding every seed's metrics (``seed_<i>/<name>``) and the
-across-seed aggregates.
+across-seed aggregates; tagged with the algorithm and env (the config holds the
+rest of the run's tags under ``run_info``).
 """
 
 from __future__ import annotations
@@ -18,10 +19,22 @@ class WandbBackend:
     name = "wandb"
 
     def __init__(
-        self, out_dir: str | Path, config_dict: dict, project: str, mode: str, run_name: str
+        self,
+        out_dir: str | Path,
+        config_dict: dict,
+        project: str,
+        mode: str,
+        run_name: str,
+        tags: dict[str, str] | None = None,
     ):
+        tags = tags or {}
         self.settings = dict(
-            project=project, dir=str(out_dir), mode=mode, name=run_name, config=config_dict
+            project=project,
+            dir=str(out_dir),
+            mode=mode,
+            name=run_name,
+            config={**config_dict, "run_info": tags},
+            tags=[tags[k] for k in ("nnxrl.algo", "nnxrl.env") if k in tags],
         )
 
     def open(self) -> None:
@@ -49,6 +62,12 @@ class WandbBackend:
             by_update[batch.aggregates[-1]["update"]]["perf/sps"] = batch.sps
         for update, row in by_update.items():
             self.run.log(row, step=update)
+
+    def attach(self, path: Path) -> None:
+        """The end-of-run episode GIF as a W&B video."""
+        import wandb
+
+        self.run.log({"episode": wandb.Video(str(path), format="gif")})
 
     def close(self, status: str) -> None:
         self.run.finish(exit_code=0 if status == "finished" else 1)
