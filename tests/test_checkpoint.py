@@ -281,19 +281,23 @@ def test_eval_and_render_on_craftax(tmp_path, capsys):
     seeds = json.loads((tmp_path / "e.json").read_text())["seeds"]
     assert seeds[0]["episodes"] == 2 and "collect_wood" in seeds[0]["achievements"]
     gif = tmp_path / "craftax.gif"
-    assert main(["render", str(out), "--out", str(gif)]) == 0
-    frames = int(capsys.readouterr().out.split("craftax.gif: ")[1].split(" frames")[0])
+    assert main(["render", str(out), "--out", str(gif), "--scale", "2"]) == 0
+    said = capsys.readouterr()
+    frames = int(said.out.split("craftax.gif: ")[1].split(" frames")[0])
     with Image.open(gif) as image:
         assert image.n_frames == frames > 1
+        assert image.size == (2 * 144, 2 * 148 + 4)  # 16-pixel blocks, twice; the timeline
+    assert "Craftax-Classic textures" not in said.out + said.err  # prepared quietly
 
 
 def test_an_env_without_a_renderer_gets_a_clear_message(tmp_path, capsys):
-    out = tmp_path / "acrobot"
-    overrides = [*SMALL, "env.id=Acrobot-v1", "total_env_steps=256", "checkpoint.every_updates=2"]
-    args = ["train", str(ROOT / "configs/ppo-cartpole.yaml"), "--out", str(out)]
+    out = tmp_path / "memorychain"
+    overrides = [*SMALL, "total_env_steps=256", "checkpoint.every_updates=2"]
+    args = ["train", str(ROOT / "configs/ppo-rnn-memorychain.yaml"), "--out", str(out)]
     assert main(args + sum((["--set", o] for o in overrides), [])) == 0
     assert main(["render", str(out)]) == 2
-    assert "'Acrobot-v1' has no renderer here" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "'MemoryChain-bsuite' has no renderer here" in err and "MinAtar" in err
 
 
 def test_checkpoint_every_must_fit_the_chunks():

@@ -4,7 +4,7 @@ nnxrl train CONFIG [--set KEY=VALUE ...] [--out DIR] [--stop-after UPDATES]
 nnxrl train --resume RUN_DIR [CONFIG] [--set KEY=VALUE ...] [--step UPDATE]
 nnxrl eval RUN_DIR|POLICY_DIR [--episodes N] [--greedy | --epsilon E] [--step UPDATE] [--json FILE]
 nnxrl render RUN_DIR|POLICY_DIR [--seed I] [--out episode.gif] [--greedy | --epsilon E]
-             [--step UPDATE]
+             [--step UPDATE] [--scale K] [--overlay]
 nnxrl export RUN_DIR [--step UPDATE] [--out DIR]
 nnxrl plot RUN_DIR [RUN_DIR ...] [--metric NAME ...] [--smooth W] [--statistic mean|iqm]
            [--no-interval] [--out FILE.png]
@@ -162,7 +162,15 @@ def _render(args: argparse.Namespace) -> int:
 
     ensure_writable_file(args.out, "--out")
     policy = _load_policy(args.run, args.step, args.epsilon)
-    info = render_episode(policy, args.seed, args.out, jax.random.key(args.key), args.greedy)
+    info = render_episode(
+        policy,
+        args.seed,
+        args.out,
+        jax.random.key(args.key),
+        args.greedy,
+        scale=args.scale,
+        overlay=args.overlay,
+    )
     ended = "" if info["ended"] else " (stopped at the step limit)"
     print(f"wrote {args.out}: {info['frames']} frames, return {info['return']:.2f}{ended}")
     return 0
@@ -318,6 +326,18 @@ def build_parser() -> argparse.ArgumentParser:
             )
             cmd.add_argument(
                 "--out", default="episode.gif", help="output GIF (default episode.gif)"
+            )
+            cmd.add_argument(
+                "--scale",
+                type=_count(1, 16),
+                default=1,
+                metavar="K",
+                help="enlarge frames K times (nearest neighbour; default 1)",
+            )
+            cmd.add_argument(
+                "--overlay",
+                action="store_true",
+                help="write the step and the return so far above each frame",
             )
         if name == "export":
             cmd.add_argument("--out", help="output directory (default RUN_DIR/policy)")

@@ -1,8 +1,13 @@
 """Rendering one episode of a trained policy to an animated GIF.
 
-Craftax frames come from Craftax's own pixel renderer; CartPole is drawn from its
-state (cart position and pole angle). Other envs have no renderer here and get a
-clear message. One frame per step: the state each action was chosen in.
+Craftax frames come from Craftax's own pixel renderer (its textures prepared once per
+machine, ``envs/craftax_textures.py``). Classic control is drawn from the state
+(CartPole, Acrobot, MountainCar; gymnax's own visualiser needs gym's pygame renderer,
+so these few shapes are drawn here with Pillow). Envs whose observation is a grid
+(the MinAtar games, DeepSea, Catch, ...) are drawn from the observation as gymnax's
+visualiser does: one colour per channel. Other envs get a clear message. One frame
+per step: the state each action was chosen in; ``scale`` enlarges frames (nearest
+neighbour) and ``overlay`` writes the step and the return so far above each frame.
 """
 
 from __future__ import annotations
@@ -20,26 +25,112 @@ from flax import nnx
 from nnxrl.envs import CRAFTAX_IDS, make_env
 from nnxrl.policy import Policy
 
-RENDERABLE = (*CRAFTAX_IDS, "CartPole-v1")
+MOUNTAIN_CAR_GOALS = {"MountainCar-v0": 0.5, "MountainCarContinuous-v0": 0.45}
+DRAWN_FROM_STATE = ("CartPole-v1", "Acrobot-v1", *MOUNTAIN_CAR_GOALS)
+GRID_CELL = 16  # pixels per cell of a grid observation
+
+
+def frame_renderer(env_id: str, obs_shape: tuple[int, ...]) -> Callable[[Any, Any], np.ndarray]:
+    """(state of one env, its observation) -> frame [H, W, 3] uint8."""
+    if env_id in CRAFTAX_IDS:
+        from nnxrl.envs.craftax_textures import prepare_textures
+
+        prepare_textures(env_id)
+        if "Classic" in env_id:
+            from craftax.craftax_classic.renderer import make_craftax_pixel_renderer
+        else:
+            from craftax.craftax.renderer import make_craftax_pixel_renderer
+        render = jax.jit(make_craftax_pixel_renderer(16))
+        return lambda state, obs: np.asarray(render(state)).clip(0, 255).astype(np.uint8)
+    if env_id == "CartPole-v1":
+        return lambda state, obs: draw_cartpole(state)
+    if env_id == "Acrobot-v1":
+        return lambda state, obs: draw_acrobot(state)
+    if env_id in MOUNTAIN_CAR_GOALS:
+        return lambda state, obs: draw_mountain_car(state, MOUNTAIN_CAR_GOALS[env_id])
+    if len(obs_shape) in (2, 3):
+        return lambda state, obs: draw_grid(obs)
+    raise ValueError(
+        f"nnxrl render: {env_id!r} has no renderer here; renderable envs: Craftax, "
+        f"{', '.join(DRAWN_FROM_STATE)}, and any env whose observation is a grid "
+        "(the MinAtar games, DeepSea, Catch, ...)"
+    )
 
 
 def draw_cartpole(state: Any, size: tuple[int, int] = (240, 360)) -> np.ndarray:
     """A CartPole frame [H, W, 3] uint8: track, cart, pole (x in [-2.4, 2.4])."""
+    from PIL import Image, ImageDraw
+
     h, w = size
-    frame = np.full((h, w, 3), 255, np.uint8)
-    track_y = int(h * 0.75)
-    frame[track_y, :] = (0, 0, 0)
-    scale = w / 4.8
-    cx = int(w / 2 + float(state.x) * scale)
-    frame[track_y - 12 : track_y + 2, max(cx - 25, 0) : min(cx + 25, w)] = (40, 40, 40)
-    length = 0.5 * 2 * scale  # pole length 1.0 (half-length 0.5)
-    theta = float(state.theta)
-    for t in np.linspace(0.0, 1.0, 200):
-        px = int(cx + t * length * np.sin(theta))
-        py = int(track_y - 12 - t * length * np.cos(theta))
-        if 0 <= py < h and 0 <= px < w:
-            frame[max(py - 2, 0) : py + 3, max(px - 2, 0) : px + 3] = (200, 120, 60)
-    return frame
+    image = Image.new("RGB", (w, h), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    track_y, scale = int(h * 0.75), w / 4.8
+    draw.line([(0, track_y), (w, track_y)], fill=(0, 0, 0))
+    cx = w / 2 + float(state.x) * scale
+    draw.rectangle([cx - 25, track_y - 12, cx + 25, track_y + 2], fill=(40, 40, 40))
+    length, theta = 1.0 * scale, float(state.theta)  # pole length 1.0
+    tip = (cx + length * np.sin(theta), track_y - 12 - length * np.cos(theta))
+    draw.line([(cx, track_y - 12), tip], fill=(200, 120, 60), width=6)
+    return np.asarray(image)
+
+
+def draw_acrobot(state: Any, size: int = 240) -> np.ndarray:
+    """An Acrobot frame: two links of length 1 hanging from the centre, angles from
+    straight down; the line the tip must rise above (height 1 above the pivot)."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (size, size), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    scale, pivot = size / 4.4, (size / 2, size / 2)
+    a1, a2 = float(state.joint_angle1), float(state.joint_angle2)
+    elbow = (pivot[0] + scale * np.sin(a1), pivot[1] + scale * np.cos(a1))
+    tip = (elbow[0] + scale * np.sin(a1 + a2), elbow[1] + scale * np.cos(a1 + a2))
+    goal_y = pivot[1] - scale
+    draw.line([(0, goal_y), (size, goal_y)], fill=(0, 0, 0))
+    for start, end in ((pivot, elbow), (elbow, tip)):
+        draw.line([start, end], fill=(0, 80, 160), width=8)
+    for x, y in (pivot, elbow):
+        draw.ellipse([x - 5, y - 5, x + 5, y + 5], fill=(200, 200, 0))
+    return np.asarray(image)
+
+
+def draw_mountain_car(state: Any, goal: float, size: tuple[int, int] = (240, 360)) -> np.ndarray:
+    """A MountainCar frame: the hill y = 0.45 sin(3x) + 0.55 over x in [-1.2, 0.6], the
+    car at ``state.position``, the flag at ``goal``."""
+    from PIL import Image, ImageDraw
+
+    h, w = size
+    image = Image.new("RGB", (w, h), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    low, high = -1.2, 0.6
+    scale = w / (high - low)
+
+    def point(x: float, lift: float = 0.0) -> tuple[float, float]:
+        return (x - low) * scale, h - 20 - (0.45 * np.sin(3 * x) + 0.55 + lift) * scale * 0.9
+
+    draw.line([point(x) for x in np.linspace(low, high, 100)], fill=(0, 0, 0), width=2)
+    fx, fy = point(goal)
+    draw.line([(fx, fy), (fx, fy - 40)], fill=(0, 0, 0), width=2)
+    draw.polygon([(fx, fy - 40), (fx + 20, fy - 33), (fx, fy - 26)], fill=(220, 180, 0))
+    cx, cy = point(float(state.position), lift=0.04)
+    draw.ellipse([cx - 12, cy - 12, cx + 12, cy + 12], fill=(40, 40, 40))
+    return np.asarray(image)
+
+
+def draw_grid(obs: Any) -> np.ndarray:
+    """A grid observation [H, W] or [H, W, C] as an image: black where every channel is
+    0, else the colour of the last channel set (a cubehelix palette over C channels,
+    as gymnax's MinAtar visualiser), GRID_CELL pixels per cell."""
+    from matplotlib import colormaps
+
+    grid = np.asarray(obs, np.float32)
+    grid = grid[..., None] if grid.ndim == 2 else grid
+    channels = grid.shape[-1]
+    palette = colormaps["cubehelix"](np.linspace(0.25, 0.9, channels))[:, :3]
+    palette = np.concatenate([np.zeros((1, 3)), palette]) * 255
+    index = np.max(np.where(grid > 0, np.arange(1, channels + 1), 0), axis=-1)
+    frame = palette[index].astype(np.uint8)
+    return frame.repeat(GRID_CELL, axis=0).repeat(GRID_CELL, axis=1)
 
 
 def with_timeline(frame: np.ndarray, index: int, count: int) -> np.ndarray:
@@ -52,20 +143,13 @@ def with_timeline(frame: np.ndarray, index: int, count: int) -> np.ndarray:
     return np.concatenate([frame, bar], axis=0)
 
 
-def frame_renderer(env_id: str) -> Callable[[Any], np.ndarray]:
-    """state of one env (unbatched) -> frame [H, W, 3] uint8."""
-    if env_id in CRAFTAX_IDS:
-        if "Classic" in env_id:
-            from craftax.craftax_classic.renderer import make_craftax_pixel_renderer
-        else:
-            from craftax.craftax.renderer import make_craftax_pixel_renderer
-        render = jax.jit(make_craftax_pixel_renderer(16))
-        return lambda state: np.asarray(render(state)).clip(0, 255).astype(np.uint8)
-    if env_id == "CartPole-v1":
-        return draw_cartpole
-    raise ValueError(
-        f"nnxrl render: {env_id!r} has no renderer here; renderable envs: {', '.join(RENDERABLE)}"
-    )
+def with_caption(frame: np.ndarray, text: str) -> np.ndarray:
+    """The frame below a 14-pixel band holding ``text``."""
+    from PIL import Image, ImageDraw
+
+    band = Image.new("RGB", (frame.shape[1], 14), (255, 255, 255))
+    ImageDraw.Draw(band).text((3, 1), text, fill=(0, 0, 0))
+    return np.concatenate([np.asarray(band), frame], axis=0)
 
 
 def render_episode(
@@ -75,15 +159,19 @@ def render_episode(
     key: jax.Array,
     greedy: bool = False,
     max_steps: int = 1000,
+    *,
+    scale: int = 1,
+    overlay: bool = False,
 ) -> dict[str, Any]:
-    """Play one episode with seed ``seed``'s network and write it to ``out`` (GIF).
-    Returns the episode's return, length and number of frames."""
+    """Play one episode with seed ``seed``'s network and write it to ``out`` (GIF),
+    frames enlarged ``scale`` times, with the step and return so far above each when
+    ``overlay``. Returns the episode's return, length and number of frames."""
     from PIL import Image
 
     if not 0 <= seed < policy.num_seeds:
         raise ValueError(f"--seed: {seed} is not one of the run's seeds 0..{policy.num_seeds - 1}")
-    draw = frame_renderer(policy.env.id)
     env = make_env(dataclasses.replace(policy.env, num_envs=1, reset_ratio=1))
+    draw = frame_renderer(policy.env.id, env.spec.obs_shape)
     model = nnx.merge(policy.graphdef, jax.tree.map(lambda x: x[seed], policy.params))
 
     @jax.jit
@@ -99,7 +187,12 @@ def render_episode(
     hidden, start = model.initial_hidden(1), jnp.ones(1, bool)
     frames, total, length = [], 0.0, 0
     for _ in range(max_steps):
-        frames.append(draw(jax.tree.map(lambda x: x[0], env_state.env_state)))
+        frame = draw(jax.tree.map(lambda x: x[0], env_state.env_state), obs[0])
+        if scale > 1:
+            frame = frame.repeat(scale, axis=0).repeat(scale, axis=1)
+        if overlay:
+            frame = with_caption(frame, f"step {length}  return {total:.2f}")
+        frames.append(frame)
         key, step_key = jax.random.split(key)
         env_state, hidden, result = act_and_step(step_key, env_state, hidden, obs, start)
         obs, start = result.obs, jnp.logical_or(result.terminated, result.truncated)

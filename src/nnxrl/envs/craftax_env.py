@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
+from nnxrl.envs.craftax_textures import prepare_textures
 
 # On CPU, world generation compiles into one very slow YNNPACK fusion; keeping those
 # fusions to dot products avoids it (benchmarks/craftax_reset.py).
@@ -51,6 +52,8 @@ def assign_resets(done: jax.Array, num_fresh: int) -> jax.Array:
 def make_craftax_env(env_id: str, num_envs: int, reset_ratio: int = 1) -> VecEnv:
     from craftax.craftax_env import make_craftax_env_from_name
 
+    if "Pixels" in env_id:  # pixel observations are drawn from the textures
+        prepare_textures(env_id)
     env = make_craftax_env_from_name(env_id, auto_reset=False)
     params = env.default_params
     # The same env with an unreachable time limit tells death from the time limit.
