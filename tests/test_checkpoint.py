@@ -286,13 +286,16 @@ def test_eval_and_render_on_craftax(tmp_path, capsys):
     frames = int(said.out.split("craftax.gif: ")[1].split(" frames")[0])
     with Image.open(gif) as image:
         assert image.n_frames == frames > 1
-        assert image.size == (2 * 144, 2 * 148 + 4)  # 16-pixel blocks, twice; the timeline
+        assert image.size == (2 * 144, 2 * 144 + 4)  # 16-pixel blocks, twice; the timeline
     assert "Craftax-Classic textures" not in said.out + said.err  # prepared quietly
+    from nnxrl.envs.craftax_textures import cache_dir
+
+    assert (cache_dir() / "texture_cache_classic.pbz2").is_file()  # kept for the next time
 
 
 def test_an_env_without_a_renderer_gets_a_clear_message(tmp_path, capsys):
     out = tmp_path / "memorychain"
-    overrides = [*SMALL, "total_env_steps=256", "checkpoint.every_updates=2"]
+    overrides = [*SMALL, "env.num_envs=4", "total_env_steps=256", "checkpoint.every_updates=2"]
     args = ["train", str(ROOT / "configs/ppo-rnn-memorychain.yaml"), "--out", str(out)]
     assert main(args + sum((["--set", o] for o in overrides), [])) == 0
     assert main(["render", str(out)]) == 2
