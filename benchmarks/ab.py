@@ -19,8 +19,8 @@ import sys
 
 MEASURE = r"""
 import json, sys, time
-from nnxrl.cli import use_all_cpu_cores
-use_all_cpu_cores()
+from nnxrl.devices import use_cpu_devices
+use_cpu_devices()
 import jax
 from nnxrl import config as C
 name, path, overrides, chunks = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])

@@ -18,9 +18,9 @@ import argparse
 import statistics
 import time
 
-from nnxrl.cli import use_all_cpu_cores
+from nnxrl.devices import use_cpu_devices
 
-use_all_cpu_cores()  # before JAX starts, as the CLI does
+use_cpu_devices()  # before JAX starts, as the CLI does
 
 import jax  # noqa: E402
 

@@ -16,9 +16,9 @@ import statistics
 import tempfile
 import time
 
-from nnxrl.cli import use_all_cpu_cores
+from nnxrl.devices import use_cpu_devices
 
-use_all_cpu_cores()
+use_cpu_devices()
 
 from nnxrl import config as C  # noqa: E402
 from nnxrl.logging.console import ConsoleBackend  # noqa: E402

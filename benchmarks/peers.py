@@ -126,9 +126,9 @@ def measure(library: str, seeds: int, cache_dir: str | None = None) -> dict:
 
 
 def run_nnxrl(seeds: int, cache_dir: str | None) -> dict:
-    from nnxrl.cli import use_all_cpu_cores
+    from nnxrl.devices import use_cpu_devices
 
-    use_all_cpu_cores()  # as the CLI does: one CPU device per core
+    use_cpu_devices()  # as the CLI does: one CPU device per core
     import jax
     import numpy as np
 

@@ -27,9 +27,9 @@ import statistics
 import tempfile
 import time
 
-from nnxrl.cli import use_all_cpu_cores
+from nnxrl.devices import use_cpu_devices
 
-use_all_cpu_cores()  # before JAX starts: one CPU device per core, as the CLI does
+use_cpu_devices()  # before JAX starts: one CPU device per core, as the CLI does
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

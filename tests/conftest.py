@@ -6,6 +6,6 @@ several seeds exercise the seed-sharded path.
 
 from __future__ import annotations
 
-from nnxrl.cli import use_all_cpu_cores
+from nnxrl.devices import use_cpu_devices
 
-use_all_cpu_cores()
+use_cpu_devices()

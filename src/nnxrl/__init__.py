@@ -25,6 +25,7 @@ from nnxrl.algos.registry import make_algorithm
 from nnxrl.config import Config, ConfigError
 from nnxrl.config import from_dict as config_from_dict
 from nnxrl.config import load as load_config
+from nnxrl.devices import use_cpu_devices
 from nnxrl.envs import EnvSpec, EnvStep, VecEnv, from_single, make_env, register_env
 from nnxrl.intrinsic import Addon, AddonContext, Experience, addon_for
 from nnxrl.intrinsic import register as register_addon
@@ -38,6 +39,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0"
 
 __all__ = [
+    "use_cpu_devices",
     "Addon",
     "AddonContext",
     "Config",

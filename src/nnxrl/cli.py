@@ -15,11 +15,11 @@ nnxrl --plugin MODULE ...   (import MODULE first: it may register envs and add-o
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
 from nnxrl import config as config_lib
+from nnxrl.devices import is_main_process, use_cpu_devices
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -46,14 +46,18 @@ def _train(args: argparse.Namespace) -> int:
     else:
         config = config_lib.load(args.config, args.set or ())
         out_dir = ensure_writable_dir(args.out or default_out_dir(args.config), "--out")
-    print(
-        f"nnxrl: training {config.env.id} for {config.total_env_steps} env steps x "
-        f"{config.num_seeds} seed(s) ({config.num_updates} updates) -> {out_dir}",
-        flush=True,
-    )
+    main = is_main_process()  # in a multi-process run the others stay silent
+    if main:
+        print(
+            f"nnxrl: training {config.env.id} for {config.total_env_steps} env steps x "
+            f"{config.num_seeds} seed(s) ({config.num_updates} updates) -> {out_dir}",
+            flush=True,
+        )
     result = run_training(
         config, out_dir, resume=bool(args.resume), step=args.step, stop_after=args.stop_after
     )
+    if not main:
+        return 0
     print(
         f"compile {result.compile_seconds:.1f} s, train {result.train_seconds:.1f} s, "
         f"{result.env_steps_per_second:,.0f} env steps/s (all seeds)"
@@ -422,19 +426,10 @@ def load_plugins(names: Sequence[str]) -> None:
             ) from None
 
 
-def use_all_cpu_cores() -> None:
-    """Let JAX see one CPU device per core, so that seeds can be spread over cores.
-    Takes effect only if JAX has not started yet; an explicit setting wins."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_force_host_platform_device_count" not in flags:
-        count = f"--xla_force_host_platform_device_count={os.cpu_count() or 1}"
-        os.environ["XLA_FLAGS"] = f"{flags} {count}".strip()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; exit codes: 0 done, 2 bad input (config, paths, checkpoints),
     3 non-finite values, 4 a write failed (disk full, read-only), 130 stopped."""
-    use_all_cpu_cores()
+    use_cpu_devices()  # one per core, unless the config's mesh.cpu_devices says otherwise
     from nnxrl.checkpoint import CheckpointError
     from nnxrl.errors import NonFiniteError, StorageError
     from nnxrl.stop import Stopped

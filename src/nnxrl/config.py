@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 
 from nnxrl import schema
+from nnxrl.devices import start_jax
 from nnxrl.envs import check_env_config
 from nnxrl.intrinsic import addon_options, known_addons
 from nnxrl.schema import ConfigError, parse_yaml, setting, to_dict
@@ -269,6 +270,55 @@ class CompileCacheConfig:
 
 
 @dataclass(frozen=True)
+class MeshConfig:
+    seeds: int | None = _field(
+        None,
+        "Devices the seed axis is split over (None: as many as divide both num_seeds and "
+        "the device count). Seeds need no communication, so they are split first.",
+        low=1,
+    )
+    envs: int | None = _field(
+        None,
+        "Devices each seed's env batch is split over (None: on GPUs and TPUs the devices "
+        "left after mesh.seeds, as many as divide env.num_envs and keep the minibatch "
+        "split whole; on CPU 1, as its devices share the same cores). Each device steps "
+        "its share of envs; gradients are averaged across them.",
+        low=1,
+    )
+    invariant: bool = _field(
+        False,
+        "Draw every minibatch from the whole batch, as on one device, so that a run's "
+        "numbers do not depend on mesh.envs (up to float summation order); costs a "
+        "gather across devices per epoch. False: each device shuffles its own share.",
+    )
+    cpu_devices: int | None = _field(
+        None,
+        "JAX CPU devices (None: one per CPU core). Applied when the config is loaded, "
+        "if JAX has not started yet; the JAX_NUM_CPU_DEVICES variable wins.",
+        low=1,
+    )
+
+
+@dataclass(frozen=True)
+class DistributedConfig:
+    enabled: bool | None = _field(
+        None,
+        "Join a multi-process run with jax.distributed (None: when a coordinator "
+        "address is set here or in JAX_COORDINATOR_ADDRESS, or under SLURM with more "
+        "than one task). Not saved in the run's config.yaml.",
+    )
+    coordinator_address: str | None = _field(
+        None, "host:port of process 0 (None: JAX_COORDINATOR_ADDRESS or cluster detection)."
+    )
+    num_processes: int | None = _field(
+        None, "Processes in the run (None: NNXRL_NUM_PROCESSES or cluster detection).", low=1
+    )
+    process_id: int | None = _field(
+        None, "This process's index (None: NNXRL_PROCESS_ID or cluster detection).", low=0
+    )
+
+
+@dataclass(frozen=True)
 class Config:
     algo: Literal["ppo", "pqn"] = _field(
         "ppo",
@@ -292,6 +342,10 @@ class Config:
     checkpoint: CheckpointConfig = _section(CheckpointConfig, "Checkpoints and resume.")
     compile_cache: CompileCacheConfig = _section(
         CompileCacheConfig, "JAX's persistent compilation cache."
+    )
+    mesh: MeshConfig = _section(MeshConfig, "Devices: seeds and envs split over a mesh.")
+    distributed: DistributedConfig = _section(
+        DistributedConfig, "Many processes (hosts) with jax.distributed."
     )
 
     # Derived quantities ---------------------------------------------------------------
@@ -372,6 +426,7 @@ def validate(config: Config) -> Config:
         )
     check_env_config(env)
     _validate_intrinsic(config)
+    _validate_mesh(config)
     return config
 
 
@@ -390,6 +445,45 @@ def _reject_unused_section(config: Config) -> None:
                 f"{config.algo!r}, which reads only the {config.algo} section; move these "
                 f"settings to {config.algo}.* or set algo: {name}"
             )
+
+
+def _validate_mesh(config: Config) -> None:
+    """What can be checked without knowing the devices (``mesh.py`` checks the rest)."""
+    seeds, envs = config.mesh.seeds, config.mesh.envs
+    if seeds is not None and config.num_seeds % seeds:
+        raise ConfigError(
+            f"mesh.seeds: {seeds} does not divide num_seeds={config.num_seeds}; choose a "
+            "divisor (or leave it unset)"
+        )
+    if envs is not None:
+        problem = env_split_problem(config, envs)
+        if problem:
+            raise ConfigError(f"mesh.envs: {envs} {problem}")
+
+
+def env_split_problem(config: Config, shards: int) -> str:
+    """Why each seed's env batch cannot be split over ``shards`` devices ('' if it can):
+    every device must hold whole envs and, unless mesh.invariant, its share must split
+    into the algorithm's minibatches (each device shuffles its own share)."""
+    env, algo, name = config.env, config.algo_config, config.algo
+    if env.num_envs % shards:
+        return f"does not divide env.num_envs={env.num_envs}; choose a divisor"
+    if config.mesh.invariant:
+        return ""
+    per_device = env.num_envs // shards
+    if config.network.kind == "gru" and per_device % algo.num_minibatches:
+        return (
+            f"leaves {per_device} envs per device, which do not split into "
+            f"{name}.num_minibatches={algo.num_minibatches} minibatches of whole sequences; "
+            "choose fewer devices or minibatches, or set mesh.invariant: true"
+        )
+    if (per_device * algo.num_steps) % algo.num_minibatches:
+        return (
+            f"leaves {per_device} envs x {algo.num_steps} steps per device, which do not "
+            f"split into {name}.num_minibatches={algo.num_minibatches}; choose fewer devices "
+            "or minibatches, or set mesh.invariant: true"
+        )
+    return ""
 
 
 def _validate_intrinsic(config: Config) -> None:
@@ -451,8 +545,12 @@ def _deep_copy(data: Any) -> Any:
 
 
 def from_dict(data: Mapping[str, Any], overrides: Iterable[str] = ()) -> Config:
-    """Build and validate a Config from plain data plus dotted ``KEY=VALUE`` overrides."""
-    return validate(schema.build(Config, apply_overrides(dict(data or {}), overrides)))
+    """Build and validate a Config from plain data plus dotted ``KEY=VALUE`` overrides.
+    JAX is started as its ``mesh`` and ``distributed`` sections say before validation
+    (which runs JAX), unless it has started already (``devices.start_jax``)."""
+    config = schema.build(Config, apply_overrides(dict(data or {}), overrides))
+    start_jax(config.mesh, config.distributed)
+    return validate(config)
 
 
 def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
@@ -498,8 +596,15 @@ def settings_in_use(config: Config) -> dict:
     return {k: v for k, v in to_dict(config).items() if k != unused}
 
 
+def saved_dict(config: Config) -> dict:
+    """The config as a run records it (config.yaml, checkpoints): without the
+    ``distributed`` section, which describes one launch, so that reading a run back
+    (eval, export, a resume elsewhere) never joins that launch's process group."""
+    return {k: v for k, v in to_dict(config).items() if k != "distributed"}
+
+
 def dump(config: Config, path: str | Path) -> None:
-    Path(path).write_text(yaml.safe_dump(to_dict(config), sort_keys=False))
+    Path(path).write_text(yaml.safe_dump(saved_dict(config), sort_keys=False))
 
 
 def describe(cls: type = Config, prefix: str = "") -> list[tuple[str, str, str]]:

@@ -1,0 +1,93 @@
+"""Starting JAX as a config asks: how many CPU devices, and which process group.
+
+Both must be settled before JAX's backend starts (the first JAX operation, which for
+most envs is the config's own validation), so ``start_jax`` runs when a config is
+loaded, before it is validated. Once JAX has started it changes nothing; an explicit
+``mesh.cpu_devices`` that JAX did not get is reported where the mesh is built.
+
+- CPU devices: ``jax_num_cpu_devices`` (JAX's own option; the ``JAX_NUM_CPU_DEVICES``
+  variable wins), default one per core, so a library user sees the same devices as
+  the command line.
+- Many processes: ``jax.distributed.initialize`` with the ``distributed`` section's
+  coordinator address, process count and index, each taken from the environment
+  when not set (``JAX_COORDINATOR_ADDRESS``, ``NNXRL_NUM_PROCESSES``,
+  ``NNXRL_PROCESS_ID``), or detected by JAX under SLURM. CPU processes exchange
+  gradients through gloo (``jax_cpu_collectives_implementation``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+import jax
+
+if TYPE_CHECKING:
+    from nnxrl.config import DistributedConfig, MeshConfig
+
+
+def start_jax(mesh: MeshConfig, distributed: DistributedConfig) -> None:
+    """Set JAX's CPU device count and join the process group, if JAX has not started."""
+    if jax_started():
+        return
+    use_cpu_devices(mesh.cpu_devices)
+    settings = process_group(distributed)
+    if settings is not None:
+        if jax.config.jax_cpu_collectives_implementation in (None, "", "none"):
+            jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(**settings)
+
+
+def jax_started() -> bool:
+    """True once JAX's backends exist (device counts and the process group are fixed)."""
+    from jax._src import xla_bridge  # JAX exposes no public test for this
+
+    return xla_bridge.backends_are_initialized() or jax.distributed.is_initialized()
+
+
+def use_cpu_devices(count: int | None = None) -> None:
+    """Let JAX see ``count`` CPU devices (None: one per core), unless JAX has started
+    or ``JAX_NUM_CPU_DEVICES`` / an earlier ``jax_num_cpu_devices`` setting says otherwise."""
+    if jax_started() or "JAX_NUM_CPU_DEVICES" in os.environ:
+        return
+    if count is None and jax.config.jax_num_cpu_devices > 0:
+        return  # set by the caller before
+    jax.config.update("jax_num_cpu_devices", count or os.cpu_count() or 1)
+
+
+def process_group(distributed: DistributedConfig) -> dict[str, Any] | None:
+    """``jax.distributed.initialize``'s arguments, or None for a single-process run."""
+    address = distributed.coordinator_address or os.environ.get("JAX_COORDINATOR_ADDRESS")
+    count = distributed.num_processes or _int_env("NNXRL_NUM_PROCESSES")
+    index = distributed.process_id
+    if index is None:
+        index = _int_env("NNXRL_PROCESS_ID")
+    enabled = distributed.enabled
+    if enabled is None:
+        enabled = address is not None or _int_env("SLURM_NTASKS", 1) > 1
+    if not enabled:
+        return None
+    return {"coordinator_address": address, "num_processes": count, "process_id": index}
+
+
+def _int_env(name: str, default: int | None = None) -> int | None:
+    value = os.environ.get(name)
+    return int(value) if value not in (None, "") else default
+
+
+def is_main_process() -> bool:
+    """Process 0 writes the run's records, console output and trackers."""
+    return jax.process_index() == 0
+
+
+def any_process(*flags: bool) -> tuple[bool, ...]:
+    """Each flag, true if it is true on any process (the flags themselves when there is
+    one process), so that every process takes the same branch: the run loop agrees
+    this way on when to stop and when to checkpoint."""
+    if jax.process_count() == 1:
+        return tuple(bool(f) for f in flags)
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    votes = multihost_utils.process_allgather(np.array(flags, np.int32))
+    return tuple(bool(v) for v in np.asarray(votes).reshape(-1, len(flags)).any(axis=0))
