@@ -36,7 +36,11 @@ SMALL = [
 ]
 VARIANTS = {
     "feedforward": ("configs/ppo-cartpole.yaml", []),
-    "gru": ("configs/ppo-cartpole.yaml", ["network.kind=gru", "network.width=32"]),
+    # each seed's 4 envs split over the 2 devices (mesh.envs=2) in gru, e3b and pqn
+    "gru": (
+        "configs/ppo-cartpole.yaml",
+        ["network.kind=gru", "network.width=32", "mesh.envs=2"],
+    ),
     "e3b": (
         "configs/e3b-craftax-classic-symbolic.yaml",
         [
@@ -45,9 +49,10 @@ VARIANTS = {
             "env.reset_ratio=1",
             "network.width=32",
             "intrinsic.options={latent_size: 8, width: 32}",
+            "mesh.envs=2",
         ],
     ),
-    "pqn": ("configs/pqn-cartpole.yaml", ["env.num_envs=4", "network.width=32"]),
+    "pqn": ("configs/pqn-cartpole.yaml", ["env.num_envs=4", "network.width=32", "mesh.envs=2"]),
     "pqn-gru": (
         "configs/pqn-cartpole.yaml",
         ["env.num_envs=4", "network.kind=gru", "network.width=32"],
@@ -223,6 +228,8 @@ def test_a_nan_stops_the_run_naming_seed_update_metric_with_a_good_checkpoint(tm
     overrides = [
         *SMALL,
         "num_seeds=2",
+        "mesh.seeds=1",
+        "mesh.envs=2",  # the guard on a run whose envs are split over the devices
         "intrinsic.addon=poison",
         "intrinsic.options={from_rollout: 5}",
     ]

@@ -19,6 +19,7 @@ template RunState (from the compiled init); shapes and dtypes must match it.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 import tempfile
@@ -71,19 +72,20 @@ def _is_key(x: Any) -> bool:
     return jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
-def _leaves(state: Any) -> tuple[list[np.ndarray], list[str]]:
-    """Host copies of the state's leaves (keys as raw key data) and their paths."""
+def _leaves(state: Any) -> tuple[list[Any], list[str]]:
+    """The state's leaves as saved (keys as raw key data; device arrays stay where they
+    are, so that every process writes its own shards) and their paths."""
     flat, _ = jax.tree_util.tree_flatten_with_path(state)
     arrays, paths = [], []
     for path, leaf in flat:
-        leaf = jax.random.key_data(leaf) if _is_key(leaf) else leaf
-        arrays.append(np.asarray(jax.device_get(leaf)))
+        arrays.append(jax.random.key_data(leaf) if _is_key(leaf) else leaf)
         paths.append(jax.tree_util.keystr(path))
     return arrays, paths
 
 
 def save(run_dir: str | Path, update: int, state: Any, meta: dict, keep: int | None = None) -> Path:
-    """Write the checkpoint for ``update`` (keeping the newest ``keep``); returns its path."""
+    """Write the checkpoint for ``update`` (keeping the newest ``keep``); returns its path.
+    In a multi-process run every process calls this and writes its shards."""
     import orbax.checkpoint as ocp
 
     arrays, paths = _leaves(state)
@@ -100,6 +102,8 @@ def save(run_dir: str | Path, update: int, state: Any, meta: dict, keep: int | N
     try:
         manager = _manager(directory, keep, create=True)
         try:
+            if int(update) in manager.all_steps():  # from before a --resume --step: replace
+                manager.delete(int(update))
             manager.save(
                 int(update),
                 args=ocp.args.Composite(
@@ -156,33 +160,56 @@ def load_meta(run_dir: str | Path, update: int | None = None) -> dict:
 
 
 def restore(run_dir: str | Path, template: Any, update: int | None = None) -> tuple[Any, dict]:
-    """(state shaped like ``template``, meta) from the checkpoint for ``update``
-    (the latest by default). Host arrays; the caller places them on devices."""
-    items, meta = read_items(run_dir, update, with_state=True)
+    """(state shaped like ``template``, meta) from the checkpoint for ``update`` (the
+    latest by default). A template leaf with a sharding (``Programs.template``) comes
+    back as a device array placed so, whatever devices wrote it; else as NumPy."""
+    meta = load_meta(run_dir, update)
     flat, treedef = jax.tree_util.tree_flatten(template)
     if len(flat) != len(meta["paths"]):
         raise CheckpointError(
             f"checkpoint {meta['where']} holds {len(meta['paths'])} arrays but this run's "
             f"state has {len(flat)}: it was saved by a different algorithm or network"
         )
-    leaves = []
-    for i, (want, path) in enumerate(zip(flat, meta["paths"], strict=True)):
-        name = f"leaf_{i:05d}"
-        shape, dtype = meta["shapes"][i], np.dtype(meta["dtypes"][i])
-        got = np.asarray(items[name]) if name in items else np.zeros(shape, dtype)
-        expected = jax.eval_shape(jax.random.key_data, want) if _is_key(want) else want
-        if tuple(got.shape) != tuple(expected.shape) or got.dtype != expected.dtype:
+    expected = [jax.eval_shape(jax.random.key_data, w) if _is_key(w) else w for w in flat]
+    for i, (want, path) in enumerate(zip(expected, meta["paths"], strict=True)):
+        shape, dtype = tuple(meta["shapes"][i]), np.dtype(meta["dtypes"][i])
+        if shape != tuple(want.shape) or dtype != want.dtype:
             raise CheckpointError(
-                f"checkpoint {meta['where']}: {path} is {got.dtype}{list(got.shape)} but this "
-                f"run needs {expected.dtype}{list(expected.shape)}"
+                f"checkpoint {meta['where']}: {path} is {dtype}{list(shape)} but this "
+                f"run needs {want.dtype}{list(want.shape)}"
             )
+    shardings = [getattr(w, "sharding", None) for w in flat]
+    targets = {
+        f"leaf_{i:05d}": _target(want.shape, want.dtype, sharding)
+        for i, (want, sharding) in enumerate(zip(expected, shardings, strict=True))
+        if math.prod(want.shape)
+    }
+    items, meta = read_items(run_dir, meta["update"], with_state=True, targets=targets)
+    leaves = []
+    for i, (want, sharding) in enumerate(zip(flat, shardings, strict=True)):
+        name = f"leaf_{i:05d}"
+        if name in items:
+            got = items[name]
+        else:  # an empty array (a feed-forward net's hidden state) is not stored
+            got = np.zeros(meta["shapes"][i], np.dtype(meta["dtypes"][i]))
+            got = jax.device_put(got, sharding) if sharding is not None else got
         # keys come back through their raw data (nnxrl makes them with the default impl)
         leaves.append(jax.random.wrap_key_data(got) if _is_key(want) else got)
     return jax.tree_util.tree_unflatten(treedef, leaves), meta
 
 
-def read_items(run_dir: str | Path, update: int | None, with_state: bool) -> tuple[dict, dict]:
-    """(arrays by leaf name or {}, meta) of a checkpoint, as saved; errors are CheckpointErrors."""
+def _target(shape: tuple, dtype: Any, sharding: Any) -> Any:
+    """What Orbax restores a leaf as: a device array with ``sharding``, or NumPy."""
+    if sharding is None:
+        return np.empty(shape, dtype)
+    return jax.ShapeDtypeStruct(tuple(shape), dtype, sharding=sharding)
+
+
+def read_items(
+    run_dir: str | Path, update: int | None, with_state: bool, targets: dict | None = None
+) -> tuple[dict, dict]:
+    """(arrays by leaf name or {}, meta) of a checkpoint; errors are CheckpointErrors.
+    Arrays come back as ``targets`` says (``_target``), by default as NumPy."""
     import orbax.checkpoint as ocp
 
     update = latest(run_dir) if update is None else int(update)
@@ -193,8 +220,16 @@ def read_items(run_dir: str | Path, update: int | None, with_state: bool) -> tup
             f"available: {available(run_dir)}"
         )
     args = {"meta": ocp.args.JsonRestore()}
+    if with_state and targets is None:  # NumPy, whatever devices wrote the checkpoint
+        meta = read_items(run_dir, update, with_state=False)[1]
+        shapes = zip(meta["shapes"], meta["dtypes"], strict=True)
+        targets = {
+            f"leaf_{i:05d}": np.empty(shape, np.dtype(dtype))
+            for i, (shape, dtype) in enumerate(shapes)
+            if math.prod(shape)
+        }
     if with_state:
-        args["state"] = ocp.args.StandardRestore()
+        args["state"] = ocp.args.StandardRestore(targets)
     try:
         with _quiet_if_it_fails():
             manager = _manager(checkpoint_dir(run_dir))
@@ -251,7 +286,7 @@ def _drop_unretrieved_reader_tasks(record: logging.LogRecord) -> bool:
 def config_differences(
     saved: dict,
     requested: dict,
-    ignore: tuple[str, ...] = ("logging", "checkpoint", "compile_cache"),
+    ignore: tuple[str, ...] = ("logging", "checkpoint", "compile_cache", "mesh", "distributed"),
 ) -> list[str]:
     """Dotted keys whose values differ between two config dicts (``ignore``d sections
     may differ), as 'key: saved -> requested'."""

@@ -128,7 +128,8 @@ def _key_name(key: Any) -> str:
 
 
 def save_policy(directory: str | Path, policy: Policy) -> Path:
-    """Write ``policy`` to ``directory`` (see the module docstring)."""
+    """Write ``policy`` to ``directory`` (see the module docstring). In a multi-process
+    run every process calls this (Orbax synchronises them) and process 0 writes."""
     import orbax.checkpoint as ocp
 
     directory = Path(directory).resolve()
@@ -144,7 +145,8 @@ def save_policy(directory: str | Path, policy: Policy) -> Path:
     arrays = {path: np.asarray(x) for path, x in param_paths(jax.device_get(params))}
     with ocp.StandardCheckpointer() as checkpointer:
         checkpointer.save(directory / "params", arrays, force=True)
-    (directory / "policy.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    if jax.process_index() == 0:
+        (directory / "policy.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     return directory
 
 

@@ -1,6 +1,6 @@
 """Compiling a run's programs: ``init`` (the first state of every seed) and a chunk of
-updates (a guarded scan, ``chunk.py``), vmapped over seeds and with the seed axis
-sharded over the devices; networks are initialised inside ``init``. The env may ask
+updates (a guarded scan, ``chunk.py``), vmapped over seeds, with seeds and envs split
+over the device mesh (``mesh.py``); networks are initialised inside ``init``. The env may ask
 for XLA options of its own (``EnvSpec.cpu_options``).
 
 These two are the only programs compiled before training starts: seed keys are
@@ -17,8 +17,6 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import AxisType, NamedSharding
-from jax.sharding import PartitionSpec as P
 
 from nnxrl import config as config_lib
 from nnxrl.algos.registry import hyperparams_for, make_algorithm
@@ -26,6 +24,7 @@ from nnxrl.chunk import SEED_AXIS, train_chunk
 from nnxrl.compile_cache import use_compile_cache
 from nnxrl.envs import EnvSpec, make_env
 from nnxrl.intrinsic import addon_for
+from nnxrl.mesh import Layout, make_layout, state_shardings, with_num_envs
 
 
 def seed_key(seed: jax.Array, index: jax.Array) -> jax.Array:
@@ -39,16 +38,6 @@ def compiler_options(spec: EnvSpec) -> dict[str, Any]:
     return dict(spec.cpu_options) if jax.default_backend() == "cpu" else {}
 
 
-def seed_sharding(num_seeds: int) -> NamedSharding:
-    """Split the seed axis over as many devices as divide num_seeds. On CPU, JAX sees
-    one device per core when the CLI sets ``--xla_force_host_platform_device_count``,
-    so seeds then run on all cores."""
-    devices = jax.devices()
-    n = max(d for d in range(1, len(devices) + 1) if num_seeds % d == 0)
-    mesh = jax.make_mesh((n,), ("seed",), devices=devices[:n], axis_types=(AxisType.Auto,))
-    return NamedSharding(mesh, P("seed"))
-
-
 @dataclass
 class Programs:
     """A run's compiled programs and what placing a restored state needs."""
@@ -56,8 +45,8 @@ class Programs:
     init: Any  # () -> the first RunState of every seed
     chunk_programs: dict[int, Any]  # updates per chunk -> (state, hp) -> (state, metrics)
     hp: Any
-    template: Any  # the RunState's shapes and dtypes (all seeds)
-    sharding: NamedSharding  # of every RunState array: seed axis over devices
+    template: Any  # the RunState's shapes, dtypes and shardings (all seeds)
+    layout: Layout  # the device mesh
     compile_chunk: Any  # updates -> a compiled chunk program of that many updates
 
     def chunk(self, num_updates: int) -> Any:
@@ -69,15 +58,19 @@ class Programs:
 
 
 def compile_programs(config: config_lib.Config) -> Programs:
-    """Build env and algorithm; compile init and a chunk of updates for all seeds,
-    with every array's leading seed axis sharded over the devices. ``init()`` gives
-    the first RunState of every seed, networks included."""
+    """Build env and algorithm; compile init and a chunk of updates for all seeds, on
+    the mesh (``mesh.py``): seeds and each seed's envs split over devices. ``init()``
+    gives the first RunState of every seed, networks included."""
     use_compile_cache(config.compile_cache)
-    env = make_env(config.env)
-    addon = addon_for(config, env.spec, config.algo_config.num_minibatches)
-    algo = make_algorithm(config, env, addon)
-    by_seed = seed_sharding(config.num_seeds)
-    replicated = NamedSharding(by_seed.mesh, P())
+    layout = make_layout(config)
+    algo = build_algorithm(config)
+    shardings = state_shardings(
+        layout,
+        jax.eval_shape(lambda: algo.init(jax.random.key(0))),
+        state_shape_at(config, 2 * config.env.num_envs),
+        config.env.num_envs,
+    )
+    by_seed, replicated = layout.by_seed, layout.replicated
     hp = jax.device_put(hyperparams_for(config), replicated)
     base_seed = jax.device_put(np.uint32(config.seed), replicated)
     indices = jax.device_put(np.arange(config.num_seeds, dtype=np.int32), by_seed)
@@ -87,9 +80,9 @@ def compile_programs(config: config_lib.Config) -> Programs:
         return jax.vmap(algo.init)(keys)
 
     traced_init = jax.jit(
-        init_seeds, in_shardings=(replicated, by_seed), out_shardings=by_seed
+        init_seeds, in_shardings=(replicated, by_seed), out_shardings=shardings
     ).trace(base_seed, indices)
-    options = compiler_options(env.spec)
+    options = compiler_options(algo.env_spec)
     try:
         init_compiled = traced_init.lower().compile(options)
     except Exception as e:  # an XLA release without the option: run without it
@@ -100,8 +93,10 @@ def compile_programs(config: config_lib.Config) -> Programs:
         options = {}
         init_compiled = traced_init.lower().compile(options)
     init = partial(init_compiled, base_seed, indices)
-    state_shape = jax.tree.map(
-        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=by_seed), traced_init.out_info
+    template = jax.tree.map(
+        lambda x, sharding: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding),
+        traced_init.out_info,
+        shardings,
     )
 
     def compile_chunk(num_updates: int) -> Any:
@@ -109,13 +104,36 @@ def compile_programs(config: config_lib.Config) -> Programs:
         return (
             jax.jit(
                 jax.vmap(one_chunk, in_axes=(0, None), axis_name=SEED_AXIS),
-                in_shardings=(by_seed, replicated),
-                out_shardings=(by_seed, by_seed),
+                in_shardings=(shardings, replicated),
+                # metrics whole on every device: small, and every process reads them
+                out_shardings=(shardings, replicated),
                 donate_argnums=0,
             )
-            .lower(state_shape, hp)
+            .lower(template, hp)
             .compile(options)
         )
 
     chunks = {config.updates_per_chunk: compile_chunk(config.updates_per_chunk)}
-    return Programs(init, chunks, hp, state_shape, by_seed, compile_chunk)
+    return Programs(init, chunks, hp, template, layout, compile_chunk)
+
+
+@dataclass(frozen=True)
+class BuiltAlgorithm:
+    init: Any
+    update: Any
+    env_spec: EnvSpec
+
+
+def build_algorithm(config: config_lib.Config) -> BuiltAlgorithm:
+    """The env, the add-on and the algorithm ``config`` names, bound together."""
+    env = make_env(config.env)
+    addon = addon_for(config, env.spec, config.algo_config.num_minibatches)
+    algo = make_algorithm(config, env, addon)
+    return BuiltAlgorithm(algo.init, algo.update, env.spec)
+
+
+def state_shape_at(config: config_lib.Config, num_envs: int) -> Any:
+    """One seed's RunState shapes with ``num_envs`` envs (``mesh.state_shardings``
+    compares two counts to find the env axes)."""
+    algo = build_algorithm(with_num_envs(config, num_envs))
+    return jax.eval_shape(lambda: algo.init(jax.random.key(0)))

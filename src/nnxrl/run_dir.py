@@ -146,8 +146,8 @@ def _check_same_config(out_dir: Path, saved: dict, config: config_lib.Config) ->
     if differences:
         raise config_lib.ConfigError(
             f"the run in {out_dir} was made with a different config; only logging.*, "
-            "checkpoint.* and compile_cache.* may change on resume. Differing keys: "
-            + "; ".join(differences)
+            "checkpoint.*, compile_cache.*, mesh.* and distributed.* may change on resume. "
+            "Differing keys: " + "; ".join(differences)
         )
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from nnxrl import checkpoint, run_dir
 from nnxrl import config as config_lib
+from nnxrl.devices import any_process, is_main_process
 from nnxrl.errors import StorageError
 from nnxrl.logging import MetricLogger
 from nnxrl.stop import StopRequest
@@ -73,22 +74,26 @@ class RunLoop:
         started = time.perf_counter()
         pending: deque = deque()  # (metrics, first update) dispatched, not handed over
         update = self.start_update
-        while update < config.num_updates and not self.stop.requested:
+        (halt,) = any_process(self.stop.requested)
+        while update < config.num_updates and not halt:
             count = min(upc, config.num_updates - update)
             state, metrics = self.programs.chunk(count)(state, self.programs.hp)
             pending.append((metrics, update + 1))
             previous, update = update, update + count
+            if self.stop_after is not None and update >= self.stop_after:
+                self.stop.request()
             save_now = self.config.checkpoint.enabled and self.cadence.due(previous, update)
             # keep one chunk in flight while handing over, except before a checkpoint
             good = self.hand_over(pending, keep=0 if save_now else 1)
-            if good is not None:
+            if good is not None:  # metrics are the same on every process: all stop here
                 return self.stop_nonfinite(state, good, started)
-            if self.logger.record_error() is not None:
+            failed = self.logger.record_error() is not None
+            # every process must run the same chunks and save the same checkpoints
+            save_now, halt = any_process(save_now, failed or self.stop.requested)
+            if failed:
                 break
             if save_now and update < config.num_updates:
                 self.save_periodic(state, update)
-            if self.stop_after is not None and update >= self.stop_after:
-                self.stop.request()
         good = self.hand_over(pending, keep=0)
         if good is not None:
             return self.stop_nonfinite(state, good, started)
@@ -131,7 +136,7 @@ class RunLoop:
         """Checkpoint ``update`` unless it is already saved (StorageError if it cannot)."""
         if not self.config.checkpoint.enabled or update == self.saved_at:
             return
-        meta = {"config": config_lib.to_dict(self.config), **meta}
+        meta = {"config": config_lib.saved_dict(self.config), **meta}
         checkpoint.save(self.out_dir, update, state, meta, keep=self.config.checkpoint.keep)
         self.saved_at, self.cadence.last_time = update, time.perf_counter()
 
@@ -145,7 +150,7 @@ class RunLoop:
 
     def stop_nonfinite(self, state: Any, good: int, started: float) -> Outcome:
         self.save(state, good)  # the guard kept every seed at its last good state
-        if self.out_dir is not None:
+        if self.out_dir is not None and is_main_process():
             run_dir.mark_nonfinite(self.out_dir, good, self.failure)
         seconds = time.perf_counter() - started
         where = (

@@ -20,10 +20,12 @@ import numpy as np
 
 from nnxrl import checkpoint, run_dir
 from nnxrl import config as config_lib
+from nnxrl.devices import is_main_process
 from nnxrl.errors import NonFiniteError, StorageError
 from nnxrl.logging import Backend, make_logger
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import records_to_arrays
+from nnxrl.mesh import host_copy
 from nnxrl.programs import Programs, compile_programs
 from nnxrl.run_dir import StartPoint
 from nnxrl.run_loop import RunLoop
@@ -90,18 +92,19 @@ def run_training(
     when a loss or parameter is NaN/inf, with the last good state checkpointed;
     StorageError when metrics.jsonl or a checkpoint cannot be written. With
     ``out_dir=None`` nothing is written and checkpoints are off."""
+    main = is_main_process()  # process 0 writes records and prints; all save checkpoints
+    quiet = quiet or not main
     if out_dir is None:
         checkpoints_off = dataclasses.replace(config.checkpoint, enabled=False)
         config, start = dataclasses.replace(config, checkpoint=checkpoints_off), StartPoint(0, None)
     else:
         out_dir = run_dir.ensure_writable_dir(out_dir, "--out")
-        start = run_dir.prepare(config, out_dir, resume, step)
-        config_lib.dump(config, out_dir / "config.yaml")
+        start = prepare_run_dir(config, out_dir, resume, step, main)
     with graceful_stop() as stop:
         logger = make_logger(
             config,
-            out_dir,
-            extra_backends,
+            out_dir if main else None,  # other processes keep their records in memory
+            extra_backends if main else (),
             console=not quiet,
             mlflow_run_id=start.mlflow_run_id,
             start_update=start.update,
@@ -112,15 +115,19 @@ def run_training(
             programs = compile_programs(config)
             compile_seconds = time.perf_counter() - t0
             if not quiet:
-                print(f"compiled in {compile_seconds:.1f} s", flush=True)
+                print(
+                    f"compiled in {compile_seconds:.1f} s; {programs.layout.describe()}", flush=True
+                )
             state = start_state(programs, out_dir, start.update, quiet)
             loop = RunLoop(config, programs, logger, out_dir, stop, start.update, stop_after)
             outcome = loop.run(state)
             train_end = time.perf_counter()
             if outcome.kind == "finished" and out_dir is not None:
-                export_policy(config, out_dir, outcome.state)
-                if config.logging.log_video:
-                    attach_episode(config, out_dir, outcome.state, logger, quiet)
+                # every process takes part in both (collectives); process 0 writes
+                params = host_copy(outcome.state.params)
+                export_policy(config, out_dir, params)
+                if main and config.logging.log_video:
+                    attach_episode(config, out_dir, params, logger, quiet)
             status = {"finished": "finished", "stopped": "killed"}.get(outcome.kind, "failed")
         except KeyboardInterrupt:  # a second Ctrl-C: stop at once
             status = "killed"
@@ -145,7 +152,7 @@ def run_training(
         env_steps_per_second=steps / max(outcome.seconds, 1e-9),
         final_returns=final_returns,
         final_episodes=final_episodes,
-        metrics=metric_history(out_dir, logger, config.num_seeds),
+        metrics=metric_history(out_dir if main else None, logger, config.num_seeds),
     )
 
 
@@ -166,6 +173,22 @@ def metric_history(out_dir: Path | None, logger: Any, num_seeds: int) -> dict[st
     return records_to_arrays(read_records(out_dir / "metrics.jsonl"), num_seeds)
 
 
+def prepare_run_dir(
+    config: config_lib.Config, out_dir: Path, resume: bool, step: int | None, main: bool
+) -> StartPoint:
+    """Where the run starts (``run_dir.prepare``), decided by process 0, which also
+    writes config.yaml; the other processes are told the update to start from."""
+    start = run_dir.prepare(config, out_dir, resume, step) if main else StartPoint(0, None)
+    if main:
+        config_lib.dump(config, out_dir / "config.yaml")
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        update = multihost_utils.broadcast_one_to_all(np.int32(start.update))
+        start = dataclasses.replace(start, update=int(update))
+    return start
+
+
 def start_state(programs: Programs, out_dir: Path, update: int, quiet: bool) -> Any:
     """The initial state (update 0) or the checkpoint of ``update``, on the devices."""
     if update == 0:
@@ -173,11 +196,11 @@ def start_state(programs: Programs, out_dir: Path, update: int, quiet: bool) -> 
     restored, _ = checkpoint.restore(out_dir, programs.template, update)
     if not quiet:
         print(f"resumed from the checkpoint at update {update}", flush=True)
-    return jax.device_put(restored, programs.sharding)
+    return restored
 
 
 def attach_episode(
-    config: config_lib.Config, out_dir: Path, state: Any, logger: Any, quiet: bool
+    config: config_lib.Config, out_dir: Path, params: Any, logger: Any, quiet: bool
 ) -> None:
     """logging.log_video: one greedy episode of seed 0 to ``out_dir/episode.gif``, handed
     to the backends that keep files. An env without a renderer is said and skipped."""
@@ -189,7 +212,7 @@ def attach_episode(
     path = out_dir / "episode.gif"
     try:
         info = render_episode(
-            policy_of(config, state.params), 0, path, jax.random.key(config.seed), greedy=True
+            policy_of(config, params), 0, path, jax.random.key(config.seed), greedy=True
         )
     except ValueError as e:  # no renderer for this env
         print(f"nnxrl: logging.log_video: {e}; no video attached", file=sys.stderr, flush=True)
@@ -199,7 +222,7 @@ def attach_episode(
     logger.attach(path)
 
 
-def export_policy(config: config_lib.Config, out_dir: Path, state: Any) -> None:
+def export_policy(config: config_lib.Config, out_dir: Path, params: Any) -> None:
     from nnxrl.policy import policy_of, save_policy
 
-    save_policy(out_dir / "policy", policy_of(config, state.params))
+    save_policy(out_dir / "policy", policy_of(config, params))

@@ -94,9 +94,9 @@ class QBatch(NamedTuple):
 
 
 class Batch(NamedTuple):
-    """What the update trains on. Leading axes ``[*L]``: ``[T, B]`` for a recurrent
-    network (whole env sequences) or ``[N]``, N = T * B, for a feed-forward one (the
-    rollout flattened); minibatches keep the same layout."""
+    """What the update trains on. Leading axes ``[*L]``: ``[T, B]`` for the whole
+    rollout; a minibatch is ``[N]`` single steps (feed-forward) or ``[T, N]`` whole
+    env sequences (recurrent)."""
 
     obs: jax.Array  # [*L, *obs_shape]
     hidden: jax.Array  # [*L, H]

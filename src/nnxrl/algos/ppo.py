@@ -46,10 +46,10 @@ from nnxrl.algos.return_window import ReturnWindow, record_episodes, window_metr
 from nnxrl.config import Config, NetworkConfig
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
+from nnxrl.mesh import shuffle_groups
 from nnxrl.networks import build_network
 from nnxrl.ops.gae import continuing_gae, episodic_gae
 from nnxrl.ops.losses import normalize, policy_loss, value_loss
-from nnxrl.ops.minibatch import flatten_time
 from nnxrl.optim import constant_one, linear_decay, make_optimizer
 from nnxrl.types import Batch, Hyperparams, RunState, Transition, UpdateState
 
@@ -71,6 +71,7 @@ class PPOStatic:
     num_streams: int  # K: 1, or 2 with an intrinsic value head
     episodic: tuple[bool, ...]  # per stream: cut returns at episode ends
     sequences: bool  # recurrent: minibatches of whole env sequences
+    shuffle_groups: int  # blocks of envs shuffled apart (one per env shard, nnxrl.mesh)
     clip_value: bool
     advantage_normalization: str  # 'minibatch', 'batch' or 'none'
     achievement_names: tuple[str, ...]
@@ -214,8 +215,8 @@ def weigh_advantages(advantages: jax.Array, hp: Hyperparams) -> jax.Array:
 def make_batch(
     trajectory: Transition, advantages: jax.Array, targets: jax.Array, s: PPOStatic
 ) -> Batch:
-    """What the update trains on: [T, B, ...] for a recurrent network (whole env
-    sequences), else flattened to [T * B, ...]."""
+    """What the update trains on, [T, B, ...]: minibatches of single steps or, for a
+    recurrent network, of whole env sequences (``algos/sgd.py``)."""
     batch = Batch(
         obs=trajectory.obs,
         hidden=trajectory.hidden,
@@ -226,7 +227,7 @@ def make_batch(
         advantage=advantages,
         target=targets,
     )
-    return batch if s.sequences else flatten_time(batch)
+    return batch
 
 
 def update_epochs(
@@ -338,6 +339,7 @@ def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
         num_streams=num_streams,
         episodic=(True, config.intrinsic.episodic)[:num_streams],
         sequences=config.network.kind == "gru",
+        shuffle_groups=shuffle_groups(config),
         clip_value=p.clip_value,
         advantage_normalization=p.advantage_normalization,
         achievement_names=env.spec.achievement_names,

@@ -47,8 +47,8 @@ from nnxrl.algos.return_window import ReturnWindow, record_episodes, window_metr
 from nnxrl.config import Config, NetworkConfig
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
+from nnxrl.mesh import shuffle_groups
 from nnxrl.networks import EpsilonGreedy, acting_values, build_network, greedy_values
-from nnxrl.ops.minibatch import flatten_time
 from nnxrl.ops.q_lambda import continuing_q_lambda, episodic_q_lambda
 from nnxrl.optim import constant_one, linear_decay, make_optimizer
 from nnxrl.types import PQNHyperparams, QBatch, QTransition, RunState, UpdateState
@@ -71,6 +71,7 @@ class PQNStatic:
     num_streams: int  # K: 1, or 2 with an intrinsic Q head
     episodic: tuple[bool, ...]  # per stream: cut returns at episode ends
     sequences: bool  # recurrent: minibatches of whole env sequences
+    shuffle_groups: int  # blocks of envs shuffled apart (one per env shard, nnxrl.mesh)
     loss: str  # 'squared' or 'huber'
     achievement_names: tuple[str, ...]
     return_window: int  # episodes in the rolling return (logging.return_window)
@@ -201,8 +202,8 @@ def compute_targets(
 
 
 def make_batch(trajectory: QTransition, targets: jax.Array, s: PQNStatic) -> QBatch:
-    """What the update trains on: [T, B, ...] for a recurrent network (whole env
-    sequences), else flattened to [T * B, ...]."""
+    """What the update trains on, [T, B, ...]: minibatches of single steps or, for a
+    recurrent network, of whole env sequences (``algos/sgd.py``)."""
     batch = QBatch(
         obs=trajectory.obs,
         hidden=trajectory.hidden,
@@ -210,7 +211,7 @@ def make_batch(trajectory: QTransition, targets: jax.Array, s: PQNStatic) -> QBa
         action=trajectory.action,
         target=targets,
     )
-    return batch if s.sequences else flatten_time(batch)
+    return batch
 
 
 def update_epochs(
@@ -317,6 +318,7 @@ def make_pqn(config: Config, env: VecEnv, addon: Addon | None = None) -> PQN:
         num_streams=num_streams,
         episodic=(True, config.intrinsic.episodic)[:num_streams],
         sequences=config.network.kind == "gru",
+        shuffle_groups=shuffle_groups(config),
         loss=p.loss,
         achievement_names=env.spec.achievement_names,
         return_window=config.logging.return_window,

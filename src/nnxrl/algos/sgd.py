@@ -5,7 +5,8 @@ steps for a feed-forward network, whole env sequences for a recurrent one), then
 ``update_minibatch`` per minibatch: the gradient of the algorithm's loss and one step
 of the shared optimiser (``nnxrl.optim``) with the traced step size and clip norm.
 The algorithm's static settings ``s`` carry what this needs (``tx``, ``lr_schedule``,
-``num_epochs``, ``num_minibatches``, ``sequences``) and are passed on to its loss.
+``num_epochs``, ``num_minibatches``, ``sequences``, ``shuffle_groups``: blocks of
+envs shuffled apart, one per device holding envs, ``nnxrl.mesh``) and are passed on to its loss.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import jax
 import optax
 
 from nnxrl import optim
-from nnxrl.ops.minibatch import shuffle_env_sequences, shuffle_into_minibatches
+from nnxrl.ops.minibatch import shuffle_env_sequences, shuffle_steps
 from nnxrl.types import UpdateState
 
 # (params, minibatch, hp, s) -> (scalar loss, metrics)
@@ -42,8 +43,8 @@ def update_epoch(
     """Reshuffle the batch, then one optimiser step per minibatch."""
     state, key = carry
     key, shuffle_key = jax.random.split(key)
-    shuffle = shuffle_env_sequences if s.sequences else shuffle_into_minibatches
-    minibatches = shuffle(shuffle_key, batch, num_minibatches=s.num_minibatches)
+    shuffle = shuffle_env_sequences if s.sequences else shuffle_steps
+    minibatches = shuffle(shuffle_key, batch, s.num_minibatches, s.shuffle_groups)
 
     def step(state: UpdateState, minibatch: Any):
         return update_minibatch(state, minibatch, hp, s, loss)
