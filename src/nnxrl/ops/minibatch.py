@@ -24,13 +24,9 @@ def shuffle_steps(key: jax.Array, batch: Any, num_minibatches: int, groups: int 
     each block and no step moves to another block's device. G = 1 is the plain
     shuffle of all T * B steps."""
     t, b = jax.tree.leaves(batch)[0].shape[:2]
+    assert b % groups == 0, f"{b} envs do not split into {groups} groups"
     per_group = t * b // groups
-    assert b % groups == 0 and per_group % num_minibatches == 0, (
-        f"{t} x {b} steps do not split into {groups} groups of {num_minibatches} minibatches"
-    )
-    orders = jax.vmap(lambda k: jax.random.permutation(k, per_group))(
-        jax.random.split(key, groups)
-    ).reshape(groups, num_minibatches, per_group // num_minibatches)
+    orders = block_orders(key, groups, per_group, num_minibatches)
 
     def split(x: jax.Array) -> jax.Array:
         rest = x.shape[2:]
@@ -48,13 +44,9 @@ def shuffle_env_sequences(key: jax.Array, batch: Any, num_minibatches: int, grou
     blocks of envs, as in ``shuffle_steps``: minibatch m takes B / (G M) envs from every
     block); each env's steps keep their time order."""
     num_envs = jax.tree.leaves(batch)[0].shape[1]
+    assert num_envs % groups == 0, f"{num_envs} envs do not split into {groups} groups"
     per_group = num_envs // groups
-    assert num_envs % groups == 0 and per_group % num_minibatches == 0, (
-        f"{num_envs} envs do not split into {groups} groups of {num_minibatches} minibatches"
-    )
-    orders = jax.vmap(lambda k: jax.random.permutation(k, per_group))(
-        jax.random.split(key, groups)
-    ).reshape(groups, num_minibatches, per_group // num_minibatches)
+    orders = block_orders(key, groups, per_group, num_minibatches)
 
     def split(x: jax.Array) -> jax.Array:
         t, rest = x.shape[0], x.shape[2:]
@@ -65,3 +57,13 @@ def shuffle_env_sequences(key: jax.Array, batch: Any, num_minibatches: int, grou
         return x.reshape((num_minibatches, t, num_envs // num_minibatches, *rest))
 
     return jax.tree.map(split, batch)
+
+
+def block_orders(key: jax.Array, groups: int, per_group: int, num_minibatches: int) -> jax.Array:
+    """[G, M, per_group / M]: a random order of each block's ``per_group`` items (its
+    own key per block), cut into the M minibatches' shares."""
+    assert per_group % num_minibatches == 0, (
+        f"{per_group} items per group do not split into {num_minibatches} minibatches"
+    )
+    orders = jax.vmap(lambda k: jax.random.permutation(k, per_group))(jax.random.split(key, groups))
+    return orders.reshape(groups, num_minibatches, per_group // num_minibatches)
