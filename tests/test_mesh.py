@@ -23,6 +23,7 @@ import pytest
 
 from nnxrl import checkpoint
 from nnxrl import config as config_lib
+from nnxrl.devices import process_group
 from nnxrl.mesh import make_layout, mesh_shape, split_envs
 from nnxrl.programs import compile_programs
 from nnxrl.schema import ConfigError
@@ -199,17 +200,23 @@ def test_env_state_is_split_over_devices_and_parameters_copied_per_seed(invarian
     assert layout["param_shards"] == [[1, *layout["param_shape"][1:]]]  # whole, per seed
 
 
-@pytest.mark.parametrize("devices", [1, 2])
-def test_a_checkpoint_from_four_devices_resumes_on_fewer(invariant_runs, tmp_path, devices):
-    root, _, four = invariant_runs
+@pytest.mark.parametrize(
+    ("source", "devices", "mesh"),
+    [("four", 1, []), ("four", 2, []), ("one", 4, ["mesh.envs=2"])],
+)
+def test_a_checkpoint_resumes_on_another_device_count(
+    invariant_runs, tmp_path, source, devices, mesh
+):
+    root, one, four = invariant_runs
     run = tmp_path / "run"
-    shutil.copytree(root / "four", run)
+    shutil.copytree(root / source, run)
     saved, _ = checkpoint.read_items(run, 4, with_state=True)  # as NumPy, on this process
-    resumed = run_worker(run, devices, INVARIANT, resume=4)
+    resumed = run_worker(run, devices, [*INVARIANT, *mesh], resume=4)
     for name, array in saved.items():  # leaf_<i>: the state's i-th leaf, bit for bit
         np.testing.assert_array_equal(resumed[f"restored_{int(name[5:])}"], array)
     assert resumed["layout"]["devices"] == devices
-    assert_close_params(resumed, four)  # updates 5-8 on fewer devices: the same result
+    # updates 5-8 on another device count: the same result
+    assert_close_params(resumed, four if source == "four" else one)
 
 
 @pytest.mark.learning
@@ -301,3 +308,34 @@ def test_training_data_crosses_devices_only_in_the_invariant_variant(invariant):
         assert max(sizes["all-gather"]) >= 4 * rollout
     else:  # only per-step episode results (for the rolling return), never the batch
         assert max(sizes["all-gather"], default=0) <= rollout
+
+
+def test_the_process_group_comes_from_config_then_environment_then_slurm(monkeypatch):
+    for name in ("JAX_COORDINATOR_ADDRESS", "NNXRL_NUM_PROCESSES", "NNXRL_PROCESS_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("SLURM_NTASKS", raising=False)
+    assert process_group(config().distributed) is None  # one process: nothing to join
+    monkeypatch.setenv("SLURM_NTASKS", "1")
+    assert process_group(config().distributed) is None
+    monkeypatch.setenv("SLURM_NTASKS", "4")  # JAX reads the rest from SLURM
+    assert process_group(config().distributed) == {
+        "coordinator_address": None,
+        "num_processes": None,
+        "process_id": None,
+    }
+    assert process_group(config("distributed.enabled=false").distributed) is None
+    monkeypatch.delenv("SLURM_NTASKS")
+    monkeypatch.setenv("JAX_COORDINATOR_ADDRESS", "10.0.0.1:1234")
+    monkeypatch.setenv("NNXRL_NUM_PROCESSES", "2")
+    monkeypatch.setenv("NNXRL_PROCESS_ID", "1")
+    assert process_group(config().distributed) == {
+        "coordinator_address": "10.0.0.1:1234",
+        "num_processes": 2,
+        "process_id": 1,
+    }
+    given = config("distributed.process_id=0", "distributed.coordinator_address=h:1")
+    assert process_group(given.distributed) == {
+        "coordinator_address": "h:1",
+        "num_processes": 2,
+        "process_id": 0,
+    }

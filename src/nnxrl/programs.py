@@ -64,13 +64,15 @@ def compile_programs(config: config_lib.Config) -> Programs:
     use_compile_cache(config.compile_cache)
     layout = make_layout(config)
     algo = build_algorithm(config)
-    shardings = state_shardings(
-        layout,
-        jax.eval_shape(lambda: algo.init(jax.random.key(0))),
-        state_shape_at(config, 2 * config.env.num_envs),
-        config.env.num_envs,
-    )
     by_seed, replicated = layout.by_seed, layout.replicated
+    shardings: Any = by_seed  # every leaf split along its seed axis only
+    if layout.env_shards > 1:  # and the env axes found by shaping the state twice
+        shardings = state_shardings(
+            layout,
+            jax.eval_shape(lambda: algo.init(jax.random.key(0))),
+            state_shape_at(config, 2 * config.env.num_envs),
+            config.env.num_envs,
+        )
     hp = jax.device_put(hyperparams_for(config), replicated)
     base_seed = jax.device_put(np.uint32(config.seed), replicated)
     indices = jax.device_put(np.arange(config.num_seeds, dtype=np.int32), by_seed)
@@ -93,6 +95,7 @@ def compile_programs(config: config_lib.Config) -> Programs:
         options = {}
         init_compiled = traced_init.lower().compile(options)
     init = partial(init_compiled, base_seed, indices)
+    shardings = init_compiled.output_shardings  # one per leaf
     template = jax.tree.map(
         lambda x, sharding: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding),
         traced_init.out_info,
