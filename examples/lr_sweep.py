@@ -3,7 +3,10 @@ hyperparameters (and over seeds), no recompilation per setting.
 
 Every coefficient in ``Hyperparams`` (learning rate, entropy and value coefficients,
 clip ranges, gamma, GAE lambda, gradient clip, intrinsic coefficients) is an array
-inside the program, so a population of settings is one more vmapped axis.
+inside the program, so a population of settings is one more vmapped axis. This is
+the mechanism written out by hand in your own loop; a config's ``sweep:`` section
+does the same for ``nnxrl train``, with seeds, the device mesh, logging per setting,
+checkpoints and a report (README, "Sweeps").
 """
 
 from __future__ import annotations

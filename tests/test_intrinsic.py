@@ -33,7 +33,6 @@ def context(obs_shape=(6,), num_actions=3, num_envs=8, **kw):
         max_grad_norm=1.0,
         num_epochs=2,
         num_minibatches=2,
-        gamma=0.99,
     )
     return AddonContext(**{**args, **kw})
 

@@ -2,10 +2,12 @@
 
 nnxrl train CONFIG [--set KEY=VALUE ...] [--out DIR] [--stop-after UPDATES]
 nnxrl train --resume RUN_DIR [CONFIG] [--set KEY=VALUE ...] [--step UPDATE]
-nnxrl eval RUN_DIR|POLICY_DIR [--episodes N] [--greedy | --epsilon E] [--step UPDATE] [--json FILE]
+nnxrl eval RUN_DIR|POLICY_DIR [--episodes N] [--greedy | --epsilon E] [--step UPDATE]
+           [--setting I] [--json FILE]
 nnxrl render RUN_DIR|POLICY_DIR [--seed I] [--out episode.gif] [--greedy | --epsilon E]
-             [--step UPDATE] [--scale K] [--overlay]
-nnxrl export RUN_DIR [--step UPDATE] [--out DIR]
+             [--step UPDATE] [--setting I] [--scale K] [--overlay]
+nnxrl export RUN_DIR [--step UPDATE] [--setting I] [--out DIR]
+nnxrl sweep-report RUN_DIR  (a sweep's settings ranked; writes best.yaml, sweep.png)
 nnxrl plot RUN_DIR [RUN_DIR ...] [--metric NAME ...] [--smooth W] [--statistic mean|iqm]
            [--no-interval] [--out FILE.png]
 nnxrl configs                (the shipped configs, which train and --resume take by name)
@@ -26,6 +28,8 @@ def _train(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from nnxrl.run_dir import default_out_dir, ensure_writable_dir
+    from nnxrl.sweep_groups import needs_groups, train_groups
+    from nnxrl.sweep_report import report as sweep_report
     from nnxrl.training import run_training
 
     if args.resume:
@@ -47,21 +51,41 @@ def _train(args: argparse.Namespace) -> int:
         config = config_lib.load(args.config, args.set or ())
         out_dir = ensure_writable_dir(args.out or default_out_dir(args.config), "--out")
     main = is_main_process()  # in a multi-process run the others stay silent
+    settings = f" x {len(config.settings)} settings" if config.is_sweep else ""
     if main:
         print(
             f"nnxrl: training {config.env.id} for {config.total_env_steps} env steps x "
-            f"{config.num_seeds} seed(s) ({config.num_updates} updates) -> {out_dir}",
+            f"{config.num_seeds} seed(s){settings} ({config.num_updates} updates) -> {out_dir}",
             flush=True,
         )
-    result = run_training(
-        config, out_dir, resume=bool(args.resume), step=args.step, stop_after=args.stop_after
-    )
+    if needs_groups(config):
+        if args.step is not None:
+            raise config_lib.ConfigError(
+                f"--step: {out_dir} is a sweep of several programs, one per group; resume "
+                f"one group from a step with `nnxrl train --resume {out_dir}/group-G --step U`"
+            )
+        train_groups(
+            config,
+            out_dir,
+            run_one=run_training,
+            resume=bool(args.resume),
+            stop_after=args.stop_after,
+        )
+    else:
+        result = run_training(
+            config, out_dir, resume=bool(args.resume), step=args.step, stop_after=args.stop_after
+        )
+        if main:
+            print(
+                f"compile {result.compile_seconds:.1f} s, train {result.train_seconds:.1f} s, "
+                f"{result.env_steps_per_second:,.0f} env steps/s (all seeds)"
+            )
     if not main:
         return 0
-    print(
-        f"compile {result.compile_seconds:.1f} s, train {result.train_seconds:.1f} s, "
-        f"{result.env_steps_per_second:,.0f} env steps/s (all seeds)"
-    )
+    if config.is_sweep:
+        best = sweep_report(out_dir).best.setting
+        print(f"evaluate a setting's policy: nnxrl eval {out_dir} --setting {best}")
+        return 0
     print_final_table(config, result)
     print(f"evaluate the policy: nnxrl eval {out_dir}")
     return 0
@@ -80,18 +104,26 @@ def print_final_table(config: config_lib.Config, result) -> None:
         print(f"| {i} | {key} | {shown} | {count} |")
 
 
-def _load_policy(path: str, step: int | None, epsilon: float | None = None):
+def _load_policy(
+    path: str, step: int | None, epsilon: float | None = None, setting: int | None = None
+):
     import dataclasses
     from pathlib import Path
 
     from nnxrl.policy import load_policy, policy_from_checkpoint
+    from nnxrl.sweep_report import setting_run_dir
 
     if (Path(path) / "policy.yaml").is_file():
         if step is not None:
             raise config_lib.ConfigError("--step: a saved policy has no checkpoints to choose from")
         policy = load_policy(path)
+        if setting is not None and setting != policy.setting:
+            raise config_lib.ConfigError(
+                f"--setting: {path} holds the policy of setting {policy.setting}, not "
+                f"{setting}; export that one with `nnxrl export RUN_DIR --setting {setting}`"
+            )
     else:
-        policy = policy_from_checkpoint(path, step)
+        policy = policy_from_checkpoint(setting_run_dir(path, setting), step, setting)
     if epsilon is None:
         return policy
     if policy.algo != "pqn":
@@ -122,11 +154,12 @@ def _eval(args: argparse.Namespace) -> int:
 
     if args.json:
         ensure_writable_file(args.json, "--json")
-    policy = _load_policy(args.run, args.step, args.epsilon)
+    policy = _load_policy(args.run, args.step, args.epsilon, args.setting)
     results = play_first_episodes(policy, args.episodes, args.greedy, jax.random.key(args.key))
     rows = summarize_episodes(results, achievement_names(policy))
     actions = _action_kind(policy, args.greedy)
-    print(f"{policy.env.id}: {args.episodes} episodes per seed, {actions} actions")
+    of = "" if policy.setting is None else f" (sweep setting {policy.setting})"
+    print(f"{policy.env.id}{of}: {args.episodes} episodes per seed, {actions} actions")
     print("| seed | episodes | return | length |")
     print("|---:|---:|---:|---:|")
     for r in rows:
@@ -146,6 +179,7 @@ def _eval(args: argparse.Namespace) -> int:
         "algo": policy.algo,
         "actions": actions,
         "greedy": args.greedy,
+        "setting": policy.setting,
         "seeds": rows,
     }
     if args.json:
@@ -165,7 +199,7 @@ def _render(args: argparse.Namespace) -> int:
     from nnxrl.run_dir import ensure_writable_file
 
     ensure_writable_file(args.out, "--out")
-    policy = _load_policy(args.run, args.step, args.epsilon)
+    policy = _load_policy(args.run, args.step, args.epsilon, args.setting)
     info = render_episode(
         policy,
         args.seed,
@@ -185,11 +219,21 @@ def _export(args: argparse.Namespace) -> int:
 
     from nnxrl.policy import policy_from_checkpoint, save_policy
     from nnxrl.run_dir import ensure_writable_dir
+    from nnxrl.sweep_report import setting_run_dir
 
+    run = setting_run_dir(args.run, args.setting)
     out = ensure_writable_dir(args.out or Path(args.run) / "policy", "--out")
-    policy = policy_from_checkpoint(args.run, args.step)
+    policy = policy_from_checkpoint(run, args.step, args.setting)
     out = save_policy(out, policy)
-    print(f"wrote the policy of {policy.num_seeds} seed(s) to {out}")
+    of = "" if policy.setting is None else f" of setting {policy.setting}"
+    print(f"wrote the policy of {policy.num_seeds} seed(s){of} to {out}")
+    return 0
+
+
+def _sweep_report(args: argparse.Namespace) -> int:
+    from nnxrl.sweep_report import report
+
+    report(args.run, write=not args.no_write)
     return 0
 
 
@@ -316,6 +360,12 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="UPDATE",
             help="the checkpoint to use (default: latest)",
         )
+        cmd.add_argument(
+            "--setting",
+            type=_count(0),
+            metavar="I",
+            help="a sweep's setting whose policy to use (nnxrl sweep-report ranks them)",
+        )
         cmd.set_defaults(func=func)
         if name == "eval":
             cmd.add_argument(
@@ -389,6 +439,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plot.add_argument("--out", default="plot.png", help="output PNG (default plot.png)")
     plot.set_defaults(func=_plot)
+    report = sub.add_parser(
+        "sweep-report",
+        help="rank a sweep's settings by final return; write best.yaml and sweep.png",
+    )
+    report.add_argument("run", metavar="RUN_DIR", help="a sweep's run directory")
+    report.add_argument(
+        "--no-write", action="store_true", help="print the table only (no best.yaml, plots)"
+    )
+    report.set_defaults(func=_sweep_report)
     configs = sub.add_parser("configs", help="list the shipped configs (train takes their names)")
     configs.set_defaults(func=_configs)
     return parser

@@ -9,15 +9,18 @@ binds what it needs with ``functools.partial`` at build time.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
 from nnxrl import schema
+from nnxrl import sweep as sweep_lib
 from nnxrl.devices import start_jax
 from nnxrl.envs import check_env_config
 from nnxrl.intrinsic import addon_options, known_addons
@@ -273,8 +276,9 @@ class CompileCacheConfig:
 class MeshConfig:
     seeds: int | None = _field(
         None,
-        "Devices the seed axis is split over (None: as many as divide both num_seeds and "
-        "the device count). Seeds need no communication, so they are split first.",
+        "Devices the seed axis (in a sweep the population, settings x seeds) is split "
+        "over (None: as many as divide both its size and the device count). Seeds need no "
+        "communication, so they are split first.",
         low=1,
     )
     envs: int | None = _field(
@@ -319,6 +323,34 @@ class DistributedConfig:
 
 
 @dataclass(frozen=True)
+class SweepConfig:
+    grid: dict = _field(
+        {},
+        "Values per key, every combination a setting: {ppo.learning_rate: [1e-4, 3e-4]}. "
+        "Keys are dotted config keys.",
+    )
+    random: dict = _field(
+        {},
+        "A distribution per key, drawn num_samples times: {uniform: [low, high]}, "
+        "{log_uniform: [low, high]} or {choice: [values]}. With grid: every grid point "
+        "with every draw.",
+    )
+    num_samples: int = _field(8, "random: settings drawn.", low=1)
+    seed: int = _field(0, "random: the draws' own seed (not the training seed).", low=0)
+    allow_recompile: bool = _field(
+        False,
+        "Allow keys that change the compiled program (num_envs, width, ...): each "
+        "combination of them is trained as its own program, one after another, in "
+        "<out>/group-<g>. False: such keys are refused.",
+    )
+    only: dict = _field(
+        {},
+        "Train only the settings with these values of swept keys (each group of an "
+        "allow_recompile sweep sets its own; also reruns part of a sweep).",
+    )
+
+
+@dataclass(frozen=True)
 class Config:
     algo: Literal["ppo", "pqn"] = _field(
         "ppo",
@@ -347,6 +379,10 @@ class Config:
     distributed: DistributedConfig = _section(
         DistributedConfig, "Many processes (hosts) with jax.distributed."
     )
+    sweep: SweepConfig = _section(
+        SweepConfig,
+        "Hyperparameter sweep: settings x seeds trained as one population in one program.",
+    )
 
     # Derived quantities ---------------------------------------------------------------
     @property
@@ -371,6 +407,25 @@ class Config:
             return self.logging.updates_per_chunk
         target = max(1, self.num_updates // 50)
         return max(d for d in range(1, target + 1) if self.num_updates % d == 0)
+
+    @property
+    def is_sweep(self) -> bool:
+        """Whether the ``sweep`` section asks for more than one setting."""
+        return sweep_lib.is_active(self.sweep)
+
+    @cached_property
+    def settings(self) -> tuple[tuple[int, dict], ...]:
+        """(index, values) of every setting this run trains (``sweep.py``); a run that
+        is not a sweep has one, ``(0, {})``."""
+        if not self.is_sweep:
+            return ((0, {}),)
+        return tuple(sweep_lib.selected(self.sweep))
+
+    @property
+    def num_members(self) -> int:
+        """The population the program trains: settings x seeds (member m is seed
+        m % num_seeds of the run's setting m // num_seeds)."""
+        return len(self.settings) * self.num_seeds
 
 
 # --------------------------------------------------------------------------------------
@@ -426,8 +481,58 @@ def validate(config: Config) -> Config:
         )
     check_env_config(env)
     _validate_intrinsic(config)
+    _validate_sweep(config)
     _validate_mesh(config)
     return config
+
+
+def _validate_sweep(config: Config) -> None:
+    """The sweep's keys and distributions, then every setting as a config of its own
+    (a value out of range names its setting)."""
+    sweep = config.sweep
+    if not sweep_lib.is_active(sweep):
+        if sweep.only:
+            raise ConfigError("sweep.only: set, but the sweep has no grid or random keys")
+        return
+    sweep_lib.check_shape(sweep)
+    sweep_lib.check_keys(sweep, config.algo, [key for key, _, _ in describe()])
+    if not config.settings:
+        raise ConfigError(
+            f"sweep.only: {sweep.only} matches none of the sweep's settings; give values "
+            "the sweep takes"
+        )
+    for index, values in config.settings:
+        try:
+            setting_config(config, index)
+        except ConfigError as e:
+            raise ConfigError(
+                f"sweep: setting {index} ({sweep_lib.describe_values(values)}) is not a "
+                f"valid config: {e}"
+            ) from None
+
+
+def setting_config(config: Config, index: int) -> Config:
+    """The plain config of setting ``index`` of a sweep: ``config`` with the setting's
+    values and no sweep section (what best.yaml holds; ``nnxrl train`` trains it alone)."""
+    values = dict(config.settings)[index] if config.is_sweep else {}
+    data = to_dict(config)
+    data.pop("sweep")
+    for key, value in values.items():
+        node = data
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node[part]
+        node[leaf] = value
+    return validate(schema.build(Config, data))
+
+
+def program_config(config: Config) -> Config:
+    """The config the compiled program is built from: that of the run's first setting
+    (every setting of one program shares the untraced values; the traced ones enter
+    as values, ``hyperparams_of``)."""
+    if not config.is_sweep:
+        return config
+    return dataclasses.replace(setting_config(config, config.settings[0][0]), sweep=config.sweep)
 
 
 def _reject_unused_section(config: Config) -> None:
@@ -450,10 +555,15 @@ def _reject_unused_section(config: Config) -> None:
 def _validate_mesh(config: Config) -> None:
     """What can be checked without knowing the devices (``mesh.py`` checks the rest)."""
     seeds, envs = config.mesh.seeds, config.mesh.envs
-    if seeds is not None and config.num_seeds % seeds:
+    if seeds is not None and config.num_members % seeds:
+        population = (
+            f"the population of {len(config.settings)} settings x {config.num_seeds} seeds"
+            if config.is_sweep
+            else f"num_seeds={config.num_seeds}"
+        )
         raise ConfigError(
-            f"mesh.seeds: {seeds} does not divide num_seeds={config.num_seeds}; choose a "
-            "divisor (or leave it unset)"
+            f"mesh.seeds: {seeds} does not divide {population}; choose a divisor (or leave "
+            "it unset)"
         )
     if envs is not None:
         problem = env_split_problem(config, envs)

@@ -62,7 +62,7 @@ def plot_runs(
     import matplotlib.pyplot as plt
 
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
-    runs = [load_run(d) for d in run_dirs]
+    runs = [run for d in run_dirs for run in load_runs(d)]
     fig, axes = plt.subplots(
         len(metrics), 1, figsize=(7, 1 + 3.5 * len(metrics)), sharex=True, squeeze=False
     )
@@ -93,8 +93,9 @@ def plot_runs(
     return {"title": title, "labels": labels, "ylabels": ylabels, "curves": curves}
 
 
-def load_run(run_dir: str | Path) -> Run:
-    """A run directory's config (env, algorithm, seeds) and metrics.jsonl as arrays."""
+def load_runs(run_dir: str | Path) -> list[Run]:
+    """A run directory's config (env, algorithm, seeds) and metrics.jsonl as arrays:
+    one Run, or for a sweep one per setting (named ``<run>/setting_<k>``)."""
     run_dir = Path(run_dir)
     path = run_dir / "metrics.jsonl"
     if not path.is_file():
@@ -103,12 +104,34 @@ def load_run(run_dir: str | Path) -> Run:
     if (run_dir / "config.yaml").is_file():
         config = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
     records = read_records(path)
+    by_setting: dict = {}
+    for r in records:
+        by_setting.setdefault(r.get("setting"), []).append(r)
+    name = run_dir.resolve().name
+    runs = [
+        run_of(f"{name}/setting_{k}" if k is not None else name, config, rows)
+        for k, rows in sorted(by_setting.items(), key=lambda item: item[0] or 0)
+    ]
+    names = {metric for run in runs for metric in run.metrics}
+    for run in runs:  # a setting that diverged at once has no metric but that flag
+        shape = (run.num_seeds, len(run.env_steps))
+        run.metrics.update({m: np.full(shape, np.nan) for m in names - set(run.metrics)})
+    return runs
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """A run directory that is not a sweep, as one Run."""
+    return load_runs(run_dir)[0]
+
+
+def run_of(name: str, config: dict, records: list[dict]) -> Run:
+    """One run's (or one setting's) records as a Run."""
     num_seeds = max((r["seed"] for r in records), default=-1) + 1
     arrays = records_to_arrays(records, num_seeds)
     env_steps = arrays.pop("env_steps")
     arrays.pop("update")
     return Run(
-        name=run_dir.resolve().name,
+        name=name,
         env=str(config.get("env", {}).get("id", "?")),
         algo=str(config.get("algo", "ppo")),
         num_seeds=num_seeds,

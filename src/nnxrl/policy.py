@@ -44,6 +44,7 @@ class Policy:
     algo: str = "ppo"
     stream_weights: tuple[float, ...] = (1.0,)  # pqn: weights of the streams' Qs
     epsilon: float = 0.0  # pqn: random-action probability when sampling (0: greedy)
+    setting: int | None = None  # the sweep setting it comes from (None: not a sweep)
 
     def act(
         self,
@@ -99,6 +100,44 @@ def policy_of(config: config_lib.Config, params: Any) -> Policy:
     )
 
 
+def setting_policy(config: config_lib.Config, params: Any, setting: int | None) -> Policy:
+    """The policy of a run whose members' parameters are ``params``: for a sweep, that of
+    setting ``setting`` (its seeds' rows, its own config)."""
+    check_setting(config, setting)
+    if not config.is_sweep:
+        return policy_of(config, params)
+    position = [index for index, _ in config.settings].index(setting)
+    n = config.num_seeds
+    rows = jax.tree.map(lambda x: x[position * n : (position + 1) * n], params)
+    policy = policy_of(config_lib.setting_config(config, setting), rows)
+    policy.setting = setting
+    return policy
+
+
+def check_setting(config: config_lib.Config, setting: int | None) -> None:
+    """A ConfigError naming the choices when a sweep's setting is missing or not among
+    the run's, or one is given for a run that is not a sweep."""
+    if not config.is_sweep:
+        if setting is not None:
+            raise config_lib.ConfigError(
+                f"--setting: {setting} given, but the run is not a sweep; leave it out"
+            )
+        return
+    indices = [index for index, _ in config.settings]
+    if setting not in indices:
+        given = "none was given" if setting is None else f"{setting} is not one of them"
+        raise config_lib.ConfigError(
+            f"--setting: the run is a sweep of settings {describe_indices(indices)} and one "
+            f"must be chosen ({given}); `nnxrl sweep-report RUN_DIR` ranks them"
+        )
+
+
+def describe_indices(indices: list[int]) -> str:
+    if indices == list(range(indices[0], indices[-1] + 1)):
+        return f"{indices[0]}..{indices[-1]}"
+    return ", ".join(map(str, indices))
+
+
 def stream_weights_of(config: config_lib.Config) -> tuple[float, ...]:
     """PQN's weights of the reward streams' Qs in the values it acts on."""
     i = config.intrinsic
@@ -140,6 +179,7 @@ def save_policy(directory: str | Path, policy: Policy) -> Path:
         "num_seeds": policy.num_seeds,
         "algo": policy.algo,
         "stream_weights": list(policy.stream_weights),
+        "setting": policy.setting,
     }
     params = policy.params
     arrays = {path: np.asarray(x) for path, x in param_paths(jax.device_get(params))}
@@ -178,17 +218,22 @@ def load_policy(directory: str | Path) -> Policy:
         int(spec["num_seeds"]),
         algo=algo,
         stream_weights=weights,
+        setting=spec.get("setting"),
     )
 
 
-def policy_from_checkpoint(run_dir: str | Path, update: int | None = None) -> Policy:
-    """The policy in a run's checkpoint (the latest by default)."""
+def policy_from_checkpoint(
+    run_dir: str | Path, update: int | None = None, setting: int | None = None
+) -> Policy:
+    """The policy in a run's checkpoint (the latest by default); a sweep's ``setting``."""
     from nnxrl import checkpoint
 
     meta = checkpoint.load_meta(run_dir, update)
     config = config_lib.from_dict(meta["config"])
-    num_values = config.intrinsic.num_reward_streams
-    graphdef, template = _network_template(config.env, config.network, num_values, config.algo)
+    check_setting(config, setting)
+    static = config_lib.program_config(config)  # a sweep's settings share the network
+    num_values = static.intrinsic.num_reward_streams
+    graphdef, template = _network_template(static.env, static.network, num_values, static.algo)
     items, meta = checkpoint.read_items(run_dir, meta["update"], with_state=True)
     by_path = {path: f"leaf_{i:05d}" for i, path in enumerate(meta["paths"])}
     wanted = {d: by_path.get(".params" + k) for d, k in _checkpoint_paths(template).items()}
@@ -198,7 +243,7 @@ def policy_from_checkpoint(run_dir: str | Path, update: int | None = None) -> Po
         return None if name is None else items.get(name)
 
     params = _fill(template, lookup, meta["where"])
-    return policy_of(config, params)
+    return setting_policy(config, params, setting)
 
 
 def _checkpoint_paths(template: Any) -> dict[str, str]:

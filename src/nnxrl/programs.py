@@ -58,24 +58,34 @@ class Programs:
 
 
 def compile_programs(config: config_lib.Config) -> Programs:
-    """Build env and algorithm; compile init and a chunk of updates for all seeds, on
-    the mesh (``mesh.py``): seeds and each seed's envs split over devices. ``init()``
-    gives the first RunState of every seed, networks included."""
+    """Build env and algorithm; compile init and a chunk of updates for all seeds (of
+    every setting, in a sweep: the population), on the mesh (``mesh.py``): members and
+    each member's envs split over devices. ``init()`` gives the first RunState of every
+    member, networks included."""
     use_compile_cache(config.compile_cache)
+    check_one_program(config)
     layout = make_layout(config)
-    algo = build_algorithm(config)
+    static = config_lib.program_config(config)
+    algo = build_algorithm(static)
     by_seed, replicated = layout.by_seed, layout.replicated
     shardings: Any = by_seed  # every leaf split along its seed axis only
     if layout.env_shards > 1:  # and the env axes found by shaping the state twice
         shardings = state_shardings(
             layout,
             jax.eval_shape(lambda: algo.init(jax.random.key(0))),
-            state_shape_at(config, 2 * config.env.num_envs),
+            state_shape_at(static, 2 * config.env.num_envs),
             config.env.num_envs,
         )
-    hp = jax.device_put(hyperparams_for(config), replicated)
+    if config.is_sweep:  # one setting's coefficients per member, split like the members
+        hp_sharding, hp_axis = by_seed, 0
+        hp = jax.device_put(population_hyperparams(config), by_seed)
+    else:
+        hp_sharding, hp_axis = replicated, None
+        hp = jax.device_put(hyperparams_for(config), replicated)
     base_seed = jax.device_put(np.uint32(config.seed), replicated)
-    indices = jax.device_put(np.arange(config.num_seeds, dtype=np.int32), by_seed)
+    # member m trains seed m % num_seeds: the same key as that seed of a run of its own
+    seeds = np.arange(config.num_members, dtype=np.int32) % config.num_seeds
+    indices = jax.device_put(seeds, by_seed)
 
     def init_seeds(base_seed: jax.Array, indices: jax.Array) -> Any:
         keys = jax.vmap(seed_key, in_axes=(None, 0))(base_seed, indices)
@@ -102,12 +112,18 @@ def compile_programs(config: config_lib.Config) -> Programs:
         shardings,
     )
 
+    # a plain run stops every seed at a non-finite value; in a sweep each member that
+    # meets one keeps its last good state and the others train on (chunk.py)
+    guard_axis = None if config.is_sweep else SEED_AXIS
+
     def compile_chunk(num_updates: int) -> Any:
-        one_chunk = partial(train_chunk, update_fn=algo.update, num_updates=num_updates)
+        one_chunk = partial(
+            train_chunk, update_fn=algo.update, num_updates=num_updates, axis_name=guard_axis
+        )
         return (
             jax.jit(
-                jax.vmap(one_chunk, in_axes=(0, None), axis_name=SEED_AXIS),
-                in_shardings=(shardings, replicated),
+                jax.vmap(one_chunk, in_axes=(0, hp_axis), axis_name=SEED_AXIS),
+                in_shardings=(shardings, hp_sharding),
                 # metrics whole on every device: small, and every process reads them
                 out_shardings=(shardings, replicated),
                 donate_argnums=0,
@@ -118,6 +134,28 @@ def compile_programs(config: config_lib.Config) -> Programs:
 
     chunks = {config.updates_per_chunk: compile_chunk(config.updates_per_chunk)}
     return Programs(init, chunks, hp, template, layout, compile_chunk)
+
+
+def population_hyperparams(config: config_lib.Config) -> Any:
+    """A sweep's traced coefficients per member: every field [settings x seeds], member
+    m holding those of its setting m // num_seeds."""
+    per_setting = [
+        hyperparams_for(config_lib.setting_config(config, index)) for index, _ in config.settings
+    ]
+    members = [hp for hp in per_setting for _ in range(config.num_seeds)]
+    return jax.tree.map(lambda *values: np.stack(values), *members)
+
+
+def check_one_program(config: config_lib.Config) -> None:
+    """A sweep whose settings differ in untraced keys is several programs."""
+    from nnxrl import sweep as sweep_lib
+
+    if config.is_sweep and len(sweep_lib.groups(config.sweep, config.algo)) > 1:
+        raise config_lib.ConfigError(
+            f"sweep: {', '.join(sweep_lib.untraced_keys(config.sweep, config.algo))} "
+            "take several values, so the sweep is several programs; train it with "
+            "nnxrl.train or `nnxrl train`, which run them one after another"
+        )
 
 
 @dataclass(frozen=True)

@@ -115,11 +115,11 @@ def prepare(
     rewritten = False  # records written back from the checkpoint
     if newest is not None:
         meta = checkpoint.load_meta(out_dir, newest)
-        _check_same_config(out_dir, meta["config"], config)
+        check_same_config(out_dir, meta["config"], config)
         rewritten = restore_unrecorded(out_dir, meta)
     else:
-        _check_same_config(out_dir, yaml.safe_load((out_dir / "config.yaml").read_text()), config)
-    logged = last_complete_update(out_dir / "metrics.jsonl", config.num_seeds)
+        check_same_config(out_dir, yaml.safe_load((out_dir / "config.yaml").read_text()), config)
+    logged = last_complete_update(out_dir / "metrics.jsonl", config.num_members)
     usable = [u for u in saved if u <= logged and (step is None or u == step)]
     if step is not None and not usable:
         raise checkpoint.CheckpointError(
@@ -141,7 +141,7 @@ def prepare(
     return StartPoint(update, run_id or None)
 
 
-def _check_same_config(out_dir: Path, saved: dict, config: config_lib.Config) -> None:
+def check_same_config(out_dir: Path, saved: dict, config: config_lib.Config) -> None:
     differences = checkpoint.config_differences(saved, config_lib.to_dict(config))
     if differences:
         raise config_lib.ConfigError(

@@ -9,7 +9,8 @@ left (a resumed run may use another ``logging.updates_per_chunk``). A run ends:
 - ``stopped``: a stop was requested (Ctrl-C, SIGTERM, ``stop_after``); every
   completed update is logged and checkpointed;
 - ``nonfinite``: the guard found a NaN or inf; records stop before that update and the
-  last good state is checkpointed, marked so that ``--resume`` says why it stopped;
+  last good state is checkpointed, marked so that ``--resume`` says why it stopped
+  (in a sweep only that member stops: its records say ``diverged``, the rest go on);
 - ``unrecorded``: metrics.jsonl could not be written even after retries; the
   checkpoint holds the records it lacks, and ``--resume`` writes them back.
 """
@@ -112,6 +113,10 @@ class RunLoop:
         while len(pending) > keep:
             metrics, first = pending.popleft()
             metrics = jax.device_get(metrics)
+            if self.config.is_sweep:  # a member that met a NaN/inf is frozen, the rest
+                self.logger.log_chunk(metrics, first)  # train on; its records say so
+                self.last = metrics
+                continue
             nonfinite = np.asarray(metrics.pop("nonfinite"))  # [S, L]
             bad = np.flatnonzero(nonfinite.any(axis=0))
             if bad.size == 0:

@@ -22,7 +22,7 @@ from nnxrl import checkpoint, run_dir
 from nnxrl import config as config_lib
 from nnxrl.devices import is_main_process
 from nnxrl.errors import NonFiniteError, StorageError
-from nnxrl.logging import Backend, make_logger
+from nnxrl.logging import Backend, Members, make_logger, members_of
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import records_to_arrays
 from nnxrl.mesh import host_copy
@@ -30,6 +30,7 @@ from nnxrl.programs import Programs, compile_programs
 from nnxrl.run_dir import StartPoint
 from nnxrl.run_loop import RunLoop
 from nnxrl.stop import Stopped, graceful_stop
+from nnxrl.sweep_groups import needs_groups, train_groups
 
 
 def train(
@@ -40,11 +41,29 @@ def train(
     resume: bool = False,
     step: int | None = None,
     extra_backends: tuple[Backend, ...] = (),
-) -> RunResult:
+) -> RunResult | list[RunResult]:
     """Train ``config`` and return the result: every seed's final parameters, the
     metric history as arrays, the run directory. With ``out_dir=None`` nothing is
     written (no checkpoints, no files; the history is kept in memory); otherwise the
-    run is written there as by ``nnxrl train`` (and ``resume`` continues it)."""
+    run is written there as by ``nnxrl train`` (and ``resume`` continues it).
+
+    A sweep is one run of its settings x seeds (``RunResult.setting_metrics``), except
+    one with ``sweep.allow_recompile`` whose settings differ in untraced keys: that
+    gives a list, one RunResult per group of settings trained as one program."""
+    if needs_groups(config):
+        if step is not None:
+            raise config_lib.ConfigError(
+                "step: the sweep is several programs, one per group; resume one group "
+                "from a step with train(group_config, out_dir / 'group-G', resume=True, step=U)"
+            )
+        return train_groups(
+            config,
+            out_dir,
+            run_one=run_training,
+            quiet=quiet,
+            resume=resume,
+            extra_backends=extra_backends,
+        )
     return run_training(
         config, out_dir, quiet=quiet, resume=resume, step=step, extra_backends=extra_backends
     )
@@ -64,13 +83,29 @@ class RunResult:
     # at the end (None if no episode ended), and how many episodes that mean holds
     final_returns: list[float | None] = field(default_factory=list)
     final_episodes: list[int] = field(default_factory=list)
-    # name -> [S, U] per seed and update (NaN where undefined), and 'update', 'env_steps' [U]
+    # name -> [M, U] per member (seed; in a sweep setting-major, seeds inner) and update
+    # (NaN where undefined), and 'update', 'env_steps' [U]
     metrics: dict[str, np.ndarray] = field(default_factory=dict)
+    # a sweep's (index, values) of each setting it trained, in member order; () otherwise
+    settings: tuple = ()
+    best_setting: int | None = None  # a sweep's best by final rolling return (exported)
 
     @property
     def params(self) -> Any:
-        """Every seed's network parameters (an nnx.State, leading seed axis)."""
+        """Every member's network parameters (an nnx.State, leading member axis)."""
         return self.final_state.params
+
+    def setting_metrics(self, index: int) -> dict[str, np.ndarray]:
+        """A sweep's metrics of setting ``index``: name -> [S, U] over its seeds."""
+        positions = [i for i, _ in self.settings]
+        if index not in positions:
+            raise KeyError(f"setting {index} is not one of this run's: {positions}")
+        per_setting = self.metrics["episode_count"].shape[0] // len(positions)  # seeds
+        start = positions.index(index) * per_setting
+        return {
+            k: v if k in ("update", "env_steps") else v[start : start + per_setting]
+            for k, v in self.metrics.items()
+        }
 
 
 def run_training(
@@ -122,12 +157,13 @@ def run_training(
             loop = RunLoop(config, programs, logger, out_dir, stop, start.update, stop_after)
             outcome = loop.run(state)
             train_end = time.perf_counter()
+            best = best_setting(config, final_window(outcome.last_metrics)[0])
             if outcome.kind == "finished" and out_dir is not None:
                 # every process takes part in both (collectives); process 0 writes
                 params = host_copy(outcome.state.params)
-                export_policy(config, out_dir, params)
+                export_policy(config, out_dir, params, best)
                 if main and config.logging.log_video:
-                    attach_episode(config, out_dir, params, logger, quiet)
+                    attach_episode(config, out_dir, params, logger, quiet, best)
             status = {"finished": "finished", "stopped": "killed"}.get(outcome.kind, "failed")
         except KeyboardInterrupt:  # a second Ctrl-C: stop at once
             status = "killed"
@@ -142,7 +178,7 @@ def run_training(
             raise Stopped(outcome.update, out_dir)
 
     final_returns, final_episodes = final_window(outcome.last_metrics)
-    steps = (config.num_updates - start.update) * config.batch_size * config.num_seeds
+    steps = (config.num_updates - start.update) * config.batch_size * config.num_members
     return RunResult(
         out_dir=out_dir,
         final_state=outcome.state,
@@ -152,25 +188,47 @@ def run_training(
         env_steps_per_second=steps / max(outcome.seconds, 1e-9),
         final_returns=final_returns,
         final_episodes=final_episodes,
-        metrics=metric_history(out_dir if main else None, logger, config.num_seeds),
+        metrics=metric_history(out_dir if main else None, logger, members_of(config)),
+        settings=config.settings if config.is_sweep else (),
+        best_setting=best,
     )
 
 
+def best_setting(config: config_lib.Config, finals: list[float | None]) -> int | None:
+    """A sweep's setting with the best mean final rolling return over its seeds
+    (settings with a diverged or episode-less seed are passed over; the first setting
+    when none qualifies); None for a run that is not a sweep."""
+    if not config.is_sweep:
+        return None
+    n, best, best_value = config.num_seeds, config.settings[0][0], -np.inf
+    for position, (index, _) in enumerate(config.settings):
+        values = finals[position * n : (position + 1) * n]
+        if len(values) == n and all(v is not None for v in values) and np.mean(values) > best_value:
+            best, best_value = index, float(np.mean(values))
+    return best
+
+
 def final_window(last: dict) -> tuple[list[float | None], list[int]]:
-    """Each seed's rolling return and its episode count after the last logged update
-    (empty lists when the run logged no chunk: only records were written back)."""
+    """Each member's rolling return and its episode count after the last logged update
+    (empty lists when the run logged no chunk: only records were written back; None
+    for a member with no finished episode or, in a sweep, one that diverged)."""
     if "episode_return_window" not in last:
         return [], []
     counts = np.asarray(last["episodes_in_window"])[:, -1].astype(int).tolist()
     values = np.asarray(last["episode_return_window"])[:, -1].tolist()
-    return [float(v) if c > 0 else None for v, c in zip(values, counts, strict=True)], counts
+    diverged = np.asarray(last.get("nonfinite", np.zeros((len(values), 1))))[:, -1] > 0
+    returns = [
+        float(v) if c > 0 and not bad else None
+        for v, c, bad in zip(values, counts, diverged, strict=True)
+    ]
+    return returns, counts
 
 
-def metric_history(out_dir: Path | None, logger: Any, num_seeds: int) -> dict[str, np.ndarray]:
+def metric_history(out_dir: Path | None, logger: Any, members: Members) -> dict[str, np.ndarray]:
     """The run's records as arrays: from metrics.jsonl, or kept in memory."""
     if out_dir is None:
-        return records_to_arrays(logger.memory.records, num_seeds)
-    return records_to_arrays(read_records(out_dir / "metrics.jsonl"), num_seeds)
+        return records_to_arrays(logger.memory.records, members)
+    return records_to_arrays(read_records(out_dir / "metrics.jsonl"), members)
 
 
 def prepare_run_dir(
@@ -200,20 +258,25 @@ def start_state(programs: Programs, out_dir: Path, update: int, quiet: bool) -> 
 
 
 def attach_episode(
-    config: config_lib.Config, out_dir: Path, params: Any, logger: Any, quiet: bool
+    config: config_lib.Config,
+    out_dir: Path,
+    params: Any,
+    logger: Any,
+    quiet: bool,
+    setting: int | None = None,
 ) -> None:
-    """logging.log_video: one greedy episode of seed 0 to ``out_dir/episode.gif``, handed
-    to the backends that keep files. An env without a renderer is said and skipped."""
+    """logging.log_video: one greedy episode of seed 0 (of a sweep's best ``setting``) to
+    ``out_dir/episode.gif``, handed to the backends that keep files. An env without a
+    renderer is said and skipped."""
     import sys
 
-    from nnxrl.policy import policy_of
+    from nnxrl.policy import setting_policy
     from nnxrl.render import render_episode
 
     path = out_dir / "episode.gif"
+    policy = setting_policy(config, params, setting)
     try:
-        info = render_episode(
-            policy_of(config, params), 0, path, jax.random.key(config.seed), greedy=True
-        )
+        info = render_episode(policy, 0, path, jax.random.key(config.seed), greedy=True)
     except ValueError as e:  # no renderer for this env
         print(f"nnxrl: logging.log_video: {e}; no video attached", file=sys.stderr, flush=True)
         return
@@ -222,7 +285,10 @@ def attach_episode(
     logger.attach(path)
 
 
-def export_policy(config: config_lib.Config, out_dir: Path, params: Any) -> None:
-    from nnxrl.policy import policy_of, save_policy
+def export_policy(
+    config: config_lib.Config, out_dir: Path, params: Any, setting: int | None = None
+) -> None:
+    """Every seed's policy to ``out_dir/policy`` (a sweep: those of ``setting``)."""
+    from nnxrl.policy import save_policy, setting_policy
 
-    save_policy(out_dir / "policy", policy_of(config, params))
+    save_policy(out_dir / "policy", setting_policy(config, params, setting))

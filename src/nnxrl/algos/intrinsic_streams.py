@@ -12,13 +12,15 @@ import jax.numpy as jnp
 from nnxrl.intrinsic.base import Experience
 
 
-def to_experience(trajectory: Any, last_obs: jax.Array) -> Experience:
+def to_experience(trajectory: Any, last_obs: jax.Array, gamma: jax.Array) -> Experience:
     """A rollout (any transition type with obs, action, terminated, truncated, each
-    [T, B, ...]) and the observation after it [B, ...], as an add-on sees them."""
+    [T, B, ...]), the observation after it [B, ...] and the intrinsic discount (traced),
+    as an add-on sees them."""
     return Experience(
         obs=jnp.concatenate([trajectory.obs, last_obs[None]], axis=0),
         action=trajectory.action,
         episode_end=jnp.logical_or(trajectory.terminated, trajectory.truncated),
+        gamma=gamma,
     )
 
 

@@ -95,7 +95,7 @@ def train_update(run_state: RunState, hp: Hyperparams, *, s: PPOStatic) -> tuple
     estimate advantages, optimise, summarise."""
     run_state, trajectory, last_value = collect_rollout(run_state, s)
     key, addon_key, epoch_key = jax.random.split(run_state.key, 3)
-    experience = to_experience(trajectory, run_state.obs)
+    experience = to_experience(trajectory, run_state.obs, hp.intrinsic_gamma)
     addon_state, bonus, reward_metrics = s.addon.reward(run_state.addon, experience)
     addon_state, update_metrics = s.addon.update(addon_state, experience, addon_key)
     advantages, targets = compute_advantages(trajectory, bonus, last_value, hp, s)

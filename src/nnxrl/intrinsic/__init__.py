@@ -29,7 +29,6 @@ def addon_for(config, spec, default_minibatches: int) -> Addon:
         max_grad_norm=i.max_grad_norm,
         num_epochs=i.num_epochs,
         num_minibatches=i.num_minibatches or default_minibatches,
-        gamma=i.gamma,
     )
     return make_addon(i.addon, i.options, context)
 

@@ -39,6 +39,8 @@ class Experience(NamedTuple):
     obs: jax.Array  # [T + 1, B, *obs_shape]: the rollout's observations, then the next one
     action: jax.Array  # [T, B] int32
     episode_end: jax.Array  # [T, B] bool: step t ended an episode (terminated or truncated)
+    # the intrinsic stream's discount (intrinsic.gamma), traced: a sweep may vary it
+    gamma: jax.Array | float = 0.99
 
     @property
     def next_obs(self) -> jax.Array:
@@ -58,7 +60,6 @@ class AddonContext:
     max_grad_norm: float
     num_epochs: int
     num_minibatches: int
-    gamma: float  # discount of the intrinsic stream (e.g. for RND's reward normaliser)
 
 
 class Addon(NamedTuple):

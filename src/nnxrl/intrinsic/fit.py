@@ -46,8 +46,10 @@ def fit(
         updates, opt_state = tx.update(grads, opt_state, params)
         return (optax.apply_updates(params, updates), opt_state), metrics
 
+    arrays = experience._replace(gamma=None)  # the scalar discount is not split
+
     def epoch(carry, epoch_key):
-        minibatches = shuffle_env_sequences(epoch_key, experience, num_minibatches)
+        minibatches = shuffle_env_sequences(epoch_key, arrays, num_minibatches)
         return jax.lax.scan(step, carry, minibatches)
 
     (params, opt_state), metrics = jax.lax.scan(

@@ -108,7 +108,7 @@ def prediction_error(
 
 
 def reward(
-    state: RNDState, experience: Experience, *, error_fn, options: RNDOptions, gamma: float
+    state: RNDState, experience: Experience, *, error_fn, options: RNDOptions
 ) -> tuple[RNDState, jax.Array, dict]:
     next_obs = experience.next_obs
     if options.normalize_obs:
@@ -118,7 +118,7 @@ def reward(
     error = jnp.where(experience.episode_end, 0.0, error)
 
     def discount(r, e_t):
-        r = gamma * r + e_t
+        r = experience.gamma * r + e_t
         return r, r
 
     returns, history = jax.lax.scan(discount, state.returns, error)
@@ -169,7 +169,7 @@ def make_rnd(options: RNDOptions, context: AddonContext) -> Addon:
             num_envs=context.num_envs,
             obs_shape=context.obs_shape,
         ),
-        reward=partial(reward, error_fn=error_fn, options=options, gamma=context.gamma),
+        reward=partial(reward, error_fn=error_fn, options=options),
         update=partial(update, error_fn=error_fn, fit_fn=fit_fn, loss_coef=options.loss_coef),
     )
 

@@ -10,10 +10,15 @@ import sys
 from pathlib import Path
 
 from nnxrl.logging.logger import Backend, MetricLogger, brief
-from nnxrl.logging.records import LogBatch
+from nnxrl.logging.records import LogBatch, Members
 from nnxrl.logging.run_info import run_tags
 
-__all__ = ["Backend", "LogBatch", "MetricLogger", "make_logger"]
+__all__ = ["Backend", "LogBatch", "Members", "MetricLogger", "make_logger", "members_of"]
+
+
+def members_of(config) -> Members:
+    """Who the rows of ``config``'s metrics are: its seeds, or a sweep's settings x seeds."""
+    return Members(config.num_seeds, config.settings if config.is_sweep else None)
 
 
 def make_backend(
@@ -32,6 +37,7 @@ def make_backend(
             config.logging.print_every,
             return_window=config.logging.return_window,
             resume_command=resume,
+            num_settings=len(config.settings),
         )
     if name == "mlflow":
         from nnxrl.logging.mlflow_tracker import MlflowBackend
@@ -48,6 +54,7 @@ def make_backend(
             num_seeds=config.num_seeds,
             num_updates=config.num_updates,
             points=config.logging.tracker_points,
+            sweep=config.is_sweep,
         )
     if name == "wandb":
         from nnxrl.logging.wandb_tracker import WandbBackend
@@ -93,7 +100,7 @@ def make_logger(
         memory = MemoryBackend()
         shown = [make_backend("console", config, None)] if console else []
         return MetricLogger(
-            [memory, *shown, *extra], config.batch_size, config.num_seeds, quiet=not console
+            [memory, *shown, *extra], config.batch_size, members_of(config), quiet=not console
         )
     out_dir = Path(out_dir)
     backends: list[Backend] = [JsonlBackend(out_dir)]
@@ -109,4 +116,6 @@ def make_logger(
                 file=sys.stderr,
                 flush=True,
             )
-    return MetricLogger([*backends, *extra], config.batch_size, config.num_seeds, quiet=not console)
+    return MetricLogger(
+        [*backends, *extra], config.batch_size, members_of(config), quiet=not console
+    )

@@ -10,7 +10,8 @@ terminal (CI, a log file) only the summary lines are written, every
 ``env steps`` counts one seed's steps; ``steps/s`` all seeds' steps over the last
 ``SPS_SECONDS`` of training (a chunk-by-chunk figure jumps with the hand-over
 timing); ``return`` is the mean over seeds of each seed's rolling return over its
-last ``logging.return_window`` finished episodes (``episode_return_window``).
+last ``logging.return_window`` finished episodes (``episode_return_window``). In a
+sweep it is the best setting's, named with its values, and the median setting's.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections import deque
 from typing import TextIO
 
 from nnxrl.logging.records import LogBatch
+from nnxrl.sweep import describe_values
 
 SPS_SECONDS = 10.0  # steps/s is measured over this trailing window of training time
 
@@ -39,6 +41,7 @@ class ConsoleBackend:
         stream: TextIO | None = None,
         return_window: int = 100,
         resume_command: str | None = None,
+        num_settings: int = 1,
     ):
         self.num_updates = num_updates
         self.print_every = print_every
@@ -46,6 +49,7 @@ class ConsoleBackend:
         self.live = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.return_window = return_window
         self.resume_command = resume_command  # shown when the run stops early
+        self.num_settings = num_settings  # a sweep's, trained together
         self._chunks = 0
         self._progress: deque[tuple[float, int]] = deque()  # (elapsed s, all seeds' steps)
 
@@ -66,9 +70,10 @@ class ConsoleBackend:
     def _status(self, batch: LogBatch) -> str:
         last = batch.aggregates[-1]
         update, seeds = last["update"], last["num_seeds"]
+        members = seeds * self.num_settings
         steps_per_update = last["env_steps"] // update
-        sps = self._trailing_sps(batch, steps_per_update * seeds)
-        remaining = (self.num_updates - update) * steps_per_update * seeds
+        sps = self._trailing_sps(batch, steps_per_update * members)
+        remaining = (self.num_updates - update) * steps_per_update * members
         eta = _format_duration(remaining / sps) if sps > 0 else "?"
         done = update / self.num_updates
         bar = "#" * int(20 * done) + "-" * (20 - int(20 * done))
@@ -90,6 +95,8 @@ class ConsoleBackend:
         return (s1 - s0) / (t1 - t0) if t1 > t0 else 0.0
 
     def _return(self, batch: LogBatch, seeds: int) -> str:
+        if self.num_settings > 1:
+            return self._sweep_return(batch)
         last = batch.aggregates[-1]
         value = last.get("episode_return_window/mean")
         if value is None:
@@ -103,6 +110,23 @@ class ConsoleBackend:
         if seeds == 1:
             over = "1 seed"
         return f"return {value:.2f} (last {self.return_window} ep., mean over {over})"
+
+    def _sweep_return(self, batch: LogBatch) -> str:
+        """The best and the median setting's mean rolling return at the last update."""
+        update = batch.aggregates[-1]["update"]
+        rows = [a for a in batch.aggregates if a["update"] == update]
+        scored = [a for a in rows if a.get("episode_return_window/mean") is not None]
+        diverged = sum(a.get("diverged/mean") is not None for a in rows)
+        note = f", {diverged} diverged" if diverged else ""
+        if not scored:
+            return f"return: no episode has ended yet ({len(rows)} settings{note})"
+        scored.sort(key=lambda a: a["episode_return_window/mean"])
+        best, median = scored[-1], scored[len(scored) // 2]
+        return (
+            f"best return {best['episode_return_window/mean']:.2f} (setting "
+            f"{best['setting']}: {describe_values(best['hparams'])}), median "
+            f"{median['episode_return_window/mean']:.2f} over {len(rows)} settings{note}"
+        )
 
     def close(self, status: str) -> None:
         if status == "finished":

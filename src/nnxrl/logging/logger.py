@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from nnxrl.logging.records import LogBatch, aggregate, chunk_to_records
+from nnxrl.logging.records import LogBatch, Members, aggregate, chunk_to_records
 
 
 class Backend(Protocol):
@@ -130,10 +130,14 @@ class _Worker:
 
 class MetricLogger:
     def __init__(
-        self, backends: Sequence[Backend], batch_size: int, num_seeds: int, quiet: bool = False
+        self,
+        backends: Sequence[Backend],
+        batch_size: int,
+        members: int | Members,  # the seeds, or who a sweep's members are
+        quiet: bool = False,
     ):
         self.batch_size = batch_size
-        self.num_seeds = num_seeds
+        self.members = members if isinstance(members, Members) else Members(members)
         # the record of truth (metrics.jsonl), whose failure stops the run
         self.record = next((b for b in backends if b.name == "jsonl"), None)
         # the records kept in memory when nothing is written (or None)
@@ -164,7 +168,7 @@ class MetricLogger:
         while (item := self._queue.get()) is not _STOP:
             try:
                 metrics, first_update, seconds, elapsed = item
-                records = chunk_to_records(metrics, first_update, self.batch_size)
+                records = chunk_to_records(metrics, first_update, self.batch_size, self.members)
                 steps = len(records) * self.batch_size
                 batch = LogBatch(
                     records=records,

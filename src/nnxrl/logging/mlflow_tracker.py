@@ -15,12 +15,18 @@ section per metric) and each seed's series as ``seed_<i>/<name>``; ``perf/sps``.
 resolved config is logged as flattened params and as an artifact. The run ends
 FINISHED, KILLED or FAILED.
 
+A sweep is a parent run (the config, ``perf/sps``) with one child run per setting
+(``mlflow.parentRunId``; named ``<run>/setting_<k>``, tagged ``nnxrl.setting``, the
+setting's values as params) holding that setting's series as above; the UI nests
+them and compares the children. Their ids are kept in ``<out>/mlflow_child_runs.json``.
+
 The run id is written to ``<out>/mlflow_run_id``; a resumed run continues that run
 and skips the steps it already holds (a resumed run recomputes them exactly).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -30,12 +36,13 @@ from typing import Any
 
 from nnxrl.logging.jsonl import RECORD_FILES, read_records
 from nnxrl.logging.logger import brief
-from nnxrl.logging.records import LogBatch
+from nnxrl.logging.records import LogBatch, metric_items
 from nnxrl.logging.run_info import is_logged, logged_updates
 
 _STATUS = {"finished": "FINISHED", "killed": "KILLED", "failed": "FAILED"}
 # MLflow 3's UI opens an experiment without this tag as a GenAI one (traces, tokens).
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
+CHILDREN_FILE = "mlflow_child_runs.json"  # a sweep's setting -> child run id
 LOCK_RETRY_SECONDS = 60.0  # runs sharing a SQLite store wait for each other's writes
 
 
@@ -129,8 +136,12 @@ class MlflowBackend:
         num_seeds: int = 1,
         num_updates: int = 1,
         points: int = 200,
+        sweep: bool = False,
     ):
         self.out_dir = Path(out_dir).resolve()
+        self.sweep = sweep  # one child run per setting
+        self.children: dict[int, str] = {}  # setting -> child run id
+        self.experiment_id: str | None = None
         self.local = tracking_uri is None  # the store shared by the runs beside this one
         self.store = local_store_path(out_dir)
         self.tracking_uri = tracking_uri or local_store_uri(out_dir)
@@ -184,7 +195,17 @@ class MlflowBackend:
                 flush=True,
             )
             return False
-        history = self.client.get_metric_history(self.run_id, "episode_count")
+        self.experiment_id = self.client.get_run(self.run_id).info.experiment_id
+        logged_run = self.run_id
+        if self.sweep:
+            children_file = self.out_dir / CHILDREN_FILE
+            if children_file.exists():
+                saved = json.loads(children_file.read_text())
+                self.children = {int(k): v for k, v in saved.items()}
+            for child in self.children.values():
+                self._locked_retry(self.client.update_run, child, status="RUNNING")
+            logged_run = next(iter(self.children.values()), None)
+        history = self.client.get_metric_history(logged_run, "episode_count") if logged_run else []
         self.skip_through = max((m.step for m in history), default=-1)
         return True
 
@@ -229,11 +250,12 @@ class MlflowBackend:
     def _create_run(self) -> None:
         from mlflow.entities import Param
 
-        experiment_id = self._experiment_id()
+        self.experiment_id = experiment_id = self._experiment_id()
         run = self._locked_retry(
             self.client.create_run, experiment_id, run_name=self.run_name, tags=self.tags
         )
         self.run_id = run.info.run_id
+        self.children = {}  # a new parent has children of its own
         params = [Param(k, str(v)) for k, v in flatten(self.config_dict).items()]
         for i in range(0, len(params), 100):
             self._locked_retry(self.client.log_batch, self.run_id, params=params[i : i + 100])
@@ -279,26 +301,61 @@ class MlflowBackend:
 
     def write(self, batch: LogBatch) -> None:
         now = int(time.time() * 1000)
-        metrics = []
+        by_run: dict[str, list] = {}  # run id -> its metrics
         for a in batch.aggregates:
             if a["env_steps"] <= self.skip_through or not self._logged(a["update"]):
                 continue
-            for key, value in a.items():
+            run = self._run_of(a)
+            for key, value in metric_items(a):
                 name = series_name(key, self.per_seed)
                 if name is not None:
-                    metrics.append(self._metric_cls(name, value, now, a["env_steps"]))
+                    by_run.setdefault(run, []).append(
+                        self._metric_cls(name, value, now, a["env_steps"])
+                    )
         for r in batch.records if self.per_seed else ():
             if r["env_steps"] <= self.skip_through or not self._logged(r["update"]):
                 continue
-            for key, value in r.items():
-                if key not in ("update", "env_steps", "seed") and value is not None:
-                    name = f"seed_{r['seed']}/{key}"
-                    metrics.append(self._metric_cls(name, value, now, r["env_steps"]))
+            run = self._run_of(r)
+            for key, value in metric_items(r):
+                name = f"seed_{r['seed']}/{key}"
+                by_run.setdefault(run, []).append(
+                    self._metric_cls(name, value, now, r["env_steps"])
+                )
         step = batch.aggregates[-1]["env_steps"]
         if batch.sps is not None and step > self.skip_through:
-            metrics.append(self._metric_cls("perf/sps", batch.sps, now, step))
-        for i in range(0, len(metrics), 1000):
-            self._locked_retry(self.client.log_batch, self.run_id, metrics=metrics[i : i + 1000])
+            by_run.setdefault(self.run_id, []).append(
+                self._metric_cls("perf/sps", batch.sps, now, step)
+            )
+        for run, metrics in by_run.items():
+            for i in range(0, len(metrics), 1000):
+                self._locked_retry(self.client.log_batch, run, metrics=metrics[i : i + 1000])
+
+    def _run_of(self, record: dict) -> str:
+        """The run a record's series go to: the run itself, or its setting's child."""
+        if not self.sweep:
+            return self.run_id
+        setting = record["setting"]
+        if setting not in self.children:
+            self.children[setting] = self._create_child(setting, record["hparams"])
+        return self.children[setting]
+
+    def _create_child(self, setting: int, values: dict) -> str:
+        from mlflow.entities import Param
+
+        tags = {**self.tags, "mlflow.parentRunId": self.run_id, "nnxrl.setting": str(setting)}
+        run = self._locked_retry(
+            self.client.create_run,
+            self.experiment_id,
+            run_name=f"{self.run_name}/setting_{setting}",
+            tags=tags,
+        )
+        child = run.info.run_id
+        params = [Param("setting", str(setting))]
+        params += [Param(k, str(v)) for k, v in values.items()]
+        self._locked_retry(self.client.log_batch, child, params=params)
+        saved = {**self.children, setting: child}
+        (self.out_dir / CHILDREN_FILE).write_text(json.dumps({str(k): v for k, v in saved.items()}))
+        return child
 
     def _logged(self, update: int) -> bool:
         return is_logged(update, self.num_updates, self.stride)
@@ -308,6 +365,8 @@ class MlflowBackend:
         self._locked_retry(self.client.log_artifact, self.run_id, str(path), "media")
 
     def close(self, status: str) -> None:
+        for child in self.children.values():
+            self._locked_retry(self.client.set_terminated, child, status=_STATUS[status])
         self._locked_retry(self.client.set_terminated, self.run_id, status=_STATUS[status])
 
     def _locked_retry(self, call: Any, *args: Any, **kwargs: Any) -> Any:

@@ -1,10 +1,15 @@
-"""Turning a chunk of device metrics into records (host side, off the training thread)."""
+"""Turning a chunk of device metrics into records (host side, off the training thread).
+
+A record is one update of one member of the population: a seed, or in a sweep one
+seed of one setting. Its identity is in ``ID_KEYS``; every other key is a metric.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -12,6 +17,57 @@ import numpy as np
 EPISODE_PREFIXES = ("episode_return", "episode_length", "achievements/")
 # The rolling return over the last N episodes is defined once any episode has ended.
 WINDOW_KEYS = ("episode_return_window",)
+# Who and when a record is (not metrics): a sweep's records add "setting" (its index)
+# and "hparams" (its values, dotted config key -> value).
+ID_KEYS = ("update", "env_steps", "seed", "setting", "hparams")
+# In a sweep a member whose update met a NaN or inf keeps its last good state (the
+# others train on); its records then hold only this flag.
+DIVERGED = "diverged"
+
+
+@dataclass(frozen=True)
+class Members:
+    """Who each row of a chunk's ``[M, L]`` metrics is: seed m of a plain run, or in a
+    sweep seed ``m % num_seeds`` of setting ``settings[m // num_seeds]``."""
+
+    num_seeds: int
+    settings: tuple[tuple[int, dict], ...] | None = None  # (index, values): a sweep
+
+    @property
+    def count(self) -> int:
+        return self.num_seeds * (len(self.settings) if self.settings else 1)
+
+    def identity(self, m: int) -> dict:
+        """The record keys that say who row ``m`` is."""
+        if not self.settings:
+            return {"seed": m}
+        index, values = self.settings[m // self.num_seeds]
+        return {"setting": index, "hparams": dict(values), "seed": m % self.num_seeds}
+
+    def row(self, record: Mapping) -> int:
+        """The row of the member a record belongs to."""
+        if not self.settings:
+            return record["seed"]
+        position = [index for index, _ in self.settings].index(record["setting"])
+        return position * self.num_seeds + record["seed"]
+
+
+def metric_items(record: Mapping) -> Iterator[tuple[str, Any]]:
+    """(name, value) of every metric of a record or aggregate with a value."""
+    for name, value in record.items():
+        if name not in ID_KEYS and name != "num_seeds" and value is not None:
+            yield name, value
+
+
+def series_prefix(record: Mapping, per_seed: bool) -> str:
+    """Where a tracker files a record's (``per_seed``) or an aggregate's series:
+    '' / 'seed_<i>' for a plain run, 'setting_<k>' / 'setting_<k>/seed_<i>' in a sweep."""
+    parts = []
+    if "setting" in record:
+        parts.append(f"setting_{record['setting']}")
+    if per_seed:
+        parts.append(f"seed_{record['seed']}")
+    return "/".join(parts)
 
 
 @dataclass(frozen=True)
@@ -30,19 +86,29 @@ class LogBatch:
 
 
 def chunk_to_records(
-    metrics: Mapping[str, np.ndarray], first_update: int, batch_size: int
+    metrics: Mapping[str, np.ndarray],
+    first_update: int,
+    batch_size: int,
+    members: Members | None = None,
 ) -> list[dict]:
-    """metrics: name -> [S, L] arrays for S seeds and L updates starting at update
-    ``first_update`` (1-based). Returns S * L records in update order, seeds inner."""
+    """metrics: name -> [M, L] arrays for M members (seeds; ``members`` says who they
+    are) and L updates starting at update ``first_update`` (1-based). Returns M * L
+    records in update order, members inner. A sweep's ``nonfinite`` rows become
+    records that hold only ``diverged: true``."""
     arrays = {k: np.asarray(v) for k, v in metrics.items()}
-    num_seeds, num_updates = arrays["episode_count"].shape
+    nonfinite = arrays.pop("nonfinite", None)
+    num_rows, num_updates = arrays["episode_count"].shape
+    members = members or Members(num_rows)
     records = []
     for j in range(num_updates):
         update = first_update + j
-        for s in range(num_seeds):
+        for s in range(num_rows):
+            record = {"update": update, "env_steps": update * batch_size, **members.identity(s)}
+            if nonfinite is not None and nonfinite[s, j]:
+                records.append({**record, DIVERGED: True})
+                continue
             count = int(arrays["episode_count"][s, j])
             in_window = int(arrays.get("episodes_in_window", arrays["episode_count"])[s, j])
-            record = {"update": update, "env_steps": update * batch_size, "seed": s}
             for name, values in arrays.items():
                 value = float(values[s, j])
                 if name in ("episode_count", "episodes_in_window"):
@@ -57,18 +123,21 @@ def chunk_to_records(
 
 
 def aggregate(records: list[dict]) -> list[dict]:
-    """Per update: mean, std, min, max across seeds of every numeric metric (None
-    values are left out; a metric with none left is omitted)."""
-    by_update: dict[int, list[dict]] = {}
+    """Per update (and in a sweep per setting): mean, std, min, max across seeds of
+    every numeric metric (None values are left out; a metric with none left is
+    omitted). A sweep's aggregates carry the setting's index and values."""
+    by_update: dict[tuple, list[dict]] = {}
     for r in records:
-        by_update.setdefault(r["update"], []).append(r)
+        by_update.setdefault((r["update"], r.get("setting")), []).append(r)
     out = []
-    for update, rows in by_update.items():
-        agg = {"update": update, "env_steps": rows[0]["env_steps"], "num_seeds": len(rows)}
-        for name in rows[0]:
-            if name in ("update", "env_steps", "seed"):
-                continue
-            values = [r[name] for r in rows if r[name] is not None]
+    for (update, setting), rows in by_update.items():
+        agg = {"update": update, "env_steps": rows[0]["env_steps"]}
+        if setting is not None:
+            agg.update(setting=setting, hparams=rows[0]["hparams"])
+        agg["num_seeds"] = len(rows)
+        names = dict.fromkeys(name for r in rows for name, _ in metric_items(r))
+        for name in names:
+            values = [r[name] for r in rows if r.get(name) is not None]
             if values:
                 v = np.asarray(values, dtype=np.float64)
                 agg.update(
@@ -83,18 +152,21 @@ def aggregate(records: list[dict]) -> list[dict]:
     return out
 
 
-def records_to_arrays(records: list[dict], num_seeds: int) -> dict[str, np.ndarray]:
-    """Per-seed records -> name: [S, U] float arrays (NaN for null), plus 'update' and
-    'env_steps' [U]."""
+def records_to_arrays(records: list[dict], members: int | Members) -> dict[str, np.ndarray]:
+    """Per-member records -> name: [M, U] float arrays (NaN for null and where a
+    member diverged), plus 'update' and 'env_steps' [U]. ``members``: the seeds (an
+    int) or who the rows are (a sweep's Members)."""
+    members = members if isinstance(members, Members) else Members(members)
     updates = sorted({r["update"] for r in records})
     position = {u: j for j, u in enumerate(updates)}
-    names = sorted({k for r in records for k in r} - {"update", "env_steps", "seed"})
-    out = {name: np.full((num_seeds, len(updates)), np.nan) for name in names}
+    names = sorted({k for r in records for k in r} - set(ID_KEYS))
+    out = {name: np.full((members.count, len(updates)), np.nan) for name in names}
     steps = np.zeros(len(updates), np.int64)
     for r in records:
         j = position[r["update"]]
         steps[j] = r["env_steps"]
+        row = members.row(r)
         for name in names:
             value = r.get(name)
-            out[name][r["seed"], j] = np.nan if value is None else value
+            out[name][row, j] = np.nan if value is None else value
     return {"update": np.asarray(updates, np.int64), "env_steps": steps, **out}

@@ -6,8 +6,11 @@ TensorBoard's own event-file writer and protocol buffers (no TensorFlow or PyTor
 each metric's mean across seeds as ``<name>`` in ``<out>/tensorboard``; with more
 than one seed also its ``<name>/std``, ``/min`` and ``/max`` there, and each seed's
 series under the same name in ``<out>/tensorboard/seed_<i>``, so TensorBoard draws the
-seeds and their mean in one chart. The config and the run's tags are a text summary;
-the end-of-run episode GIF an image summary (TensorBoard plays GIFs).
+seeds and their mean in one chart. A sweep writes each setting as a run of its own,
+``<out>/tensorboard/setting_<k>`` (its seeds under ``setting_<k>/seed_<i>``), with its
+values as a text summary; ``perf/sps`` stays in ``<out>/tensorboard``. The config and
+the run's tags are a text summary; the end-of-run episode GIF an image summary
+(TensorBoard plays GIFs).
 
 A resumed run appends new event files; if the run had none (TensorBoard switched on at
 resume), the records of metrics.jsonl up to the resume point are written first.
@@ -21,7 +24,7 @@ from pathlib import Path
 import yaml
 
 from nnxrl.logging.jsonl import RECORD_FILES, read_records
-from nnxrl.logging.records import LogBatch
+from nnxrl.logging.records import LogBatch, metric_items, series_prefix
 from nnxrl.logging.run_info import is_logged, logged_updates
 
 
@@ -48,6 +51,7 @@ class TensorboardBackend:
         self.stride = logged_updates(num_updates, points)
         self.start_update = start_update
         self.writers: dict[str, object] = {}
+        self.described: set[str] = set()  # sweep settings whose values are written
 
     def open(self) -> None:
         try:
@@ -56,13 +60,8 @@ class TensorboardBackend:
             raise RuntimeError(
                 "the tensorboard package is not installed; reinstall nnxrl's dependencies (uv sync)"
             ) from e
+        self._writer_class = EventFileWriter
         had_events = self.logdir.is_dir() and any(self.logdir.rglob("events.out.tfevents.*"))
-        folders = {"": self.logdir}
-        if self.num_seeds > 1:
-            folders.update({f"seed_{i}": self.logdir / f"seed_{i}" for i in range(self.num_seeds)})
-        for key, folder in folders.items():
-            folder.mkdir(parents=True, exist_ok=True)
-            self.writers[key] = EventFileWriter(str(folder))
         if self.start_update == 0 or not had_events:
             self._text("config", yaml.safe_dump(self.config_dict, sort_keys=False), step=0)
             self._text("tags", "\n".join(f"{k}: {v}" for k, v in self.tags.items()), step=0)
@@ -79,23 +78,23 @@ class TensorboardBackend:
         for a in batch.aggregates:
             if not is_logged(a["update"], self.num_updates, self.stride):
                 continue
+            folder = series_prefix(a, per_seed=False)
+            if "hparams" in a and folder not in self.described:
+                self.described.add(folder)
+                values = yaml.safe_dump(a["hparams"], sort_keys=False)
+                self._text("setting", f"setting {a['setting']}\n{values}", 0, folder)
             values = {}
-            for key, value in a.items():
+            for key, value in metric_items(a):
                 stem, _, stat = key.rpartition("/")
                 if stat == "mean":
                     values[stem] = value
                 elif per_seed and stat in ("std", "min", "max"):
                     values[key] = value
-            self._scalars("", values, a["env_steps"])
+            self._scalars(folder, values, a["env_steps"])
         for r in batch.records if per_seed else ():
             if not is_logged(r["update"], self.num_updates, self.stride):
                 continue
-            values = {
-                k: v
-                for k, v in r.items()
-                if k not in ("update", "env_steps", "seed") and v is not None
-            }
-            self._scalars(f"seed_{r['seed']}", values, r["env_steps"])
+            self._scalars(series_prefix(r, per_seed=True), dict(metric_items(r)), r["env_steps"])
         if batch.sps is not None:
             self._scalars("", {"perf/sps": batch.sps}, batch.aggregates[-1]["env_steps"])
         for writer in self.writers.values():
@@ -126,7 +125,7 @@ class TensorboardBackend:
         )
         self._event(folder, summary, step)
 
-    def _text(self, tag: str, text: str, step: int) -> None:
+    def _text(self, tag: str, text: str, step: int, folder: str = "") -> None:
         from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata
         from tensorboard.compat.proto.tensor_pb2 import TensorProto
         from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto
@@ -140,9 +139,13 @@ class TensorboardBackend:
             tensor_shape=TensorShapeProto(),
         )
         summary = Summary(value=[Summary.Value(tag=tag, metadata=metadata, tensor=tensor)])
-        self._event("", summary, step)
+        self._event(folder, summary, step)
 
     def _event(self, folder: str, summary, step: int) -> None:
         from tensorboard.compat.proto.event_pb2 import Event
 
+        if folder not in self.writers:  # one folder per run TensorBoard lists
+            path = self.logdir / folder if folder else self.logdir
+            path.mkdir(parents=True, exist_ok=True)
+            self.writers[folder] = self._writer_class(str(path))
         self.writers[folder].add_event(Event(wall_time=time.time(), step=step, summary=summary))

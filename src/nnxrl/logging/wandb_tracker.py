@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from nnxrl.logging.records import LogBatch
+from nnxrl.logging.records import LogBatch, metric_items, series_prefix
 
 
 class WandbBackend:
@@ -51,12 +51,12 @@ class WandbBackend:
         by_update: dict[int, dict] = {}
         for r in batch.records:
             row = by_update.setdefault(r["update"], {"env_steps": r["env_steps"]})
-            for key, value in r.items():
-                if key not in ("update", "env_steps", "seed") and value is not None:
-                    row[f"seed_{r['seed']}/{key}"] = value
+            prefix = series_prefix(r, per_seed=True)
+            row.update({f"{prefix}/{key}": value for key, value in metric_items(r)})
         for a in batch.aggregates:
+            prefix = series_prefix(a, per_seed=False)
             by_update[a["update"]].update(
-                {k: v for k, v in a.items() if k not in ("update", "env_steps", "num_seeds")}
+                {f"{prefix}/{key}" if prefix else key: v for key, v in metric_items(a)}
             )
         if batch.sps is not None:
             by_update[batch.aggregates[-1]["update"]]["perf/sps"] = batch.sps

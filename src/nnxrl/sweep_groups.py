@@ -1,0 +1,132 @@
+"""A sweep over keys that change the compiled program (``sweep.allow_recompile``).
+
+Settings that share their untraced values (``network.width``, ``env.num_envs``, ...)
+are one group, trained as one program over its settings x seeds like any sweep; the
+groups run one after another, each a run of its own in ``<out>/group-<g>`` (its
+config the sweep's, with ``sweep.only`` naming the group). ``<out>/config.yaml``
+holds the whole sweep, so ``nnxrl sweep-report <out>`` ranks every setting and
+``--resume <out>`` continues: finished groups are skipped, a stopped one resumes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nnxrl import checkpoint, run_dir
+from nnxrl import config as config_lib
+from nnxrl.devices import is_main_process
+from nnxrl.stop import Stopped
+from nnxrl.sweep import describe_values, groups, untraced_keys
+from nnxrl.sweep_report import GROUP_PREFIX
+
+
+def needs_groups(config: config_lib.Config) -> bool:
+    """Whether the sweep's settings differ in untraced keys (several programs)."""
+    return config.is_sweep and len(groups(config.sweep, config.algo)) > 1
+
+
+def group_configs(config: config_lib.Config) -> list[tuple[dict, config_lib.Config]]:
+    """(untraced values, config) of every group, in order of its first setting."""
+    out = []
+    for values in groups(config.sweep, config.algo):
+        only = {**config.sweep.only, **values}
+        out.append(
+            (
+                values,
+                dataclasses.replace(config, sweep=dataclasses.replace(config.sweep, only=only)),
+            )
+        )
+    return out
+
+
+def train_groups(
+    config: config_lib.Config,
+    out_dir: str | Path | None,
+    *,
+    run_one: Callable[..., Any],
+    quiet: bool = False,
+    resume: bool = False,
+    stop_after: int | None = None,
+    extra_backends: tuple = (),
+) -> list[Any]:
+    """Train the groups one after another with ``run_one`` (``training.run_training``;
+    see the module docstring); returns the RunResult of each group trained now (a
+    resumed sweep skips finished groups). Ends early by raising as ``run_one`` does
+    (Ctrl-C: the stopped group resumes with the rest)."""
+    from nnxrl.logging.mlflow_tracker import local_store_uri
+
+    parts = group_configs(config)
+    if out_dir is not None:
+        out_dir = run_dir.ensure_writable_dir(out_dir, "--out")
+        prepare(config, out_dir, resume)
+        if config.logging.mlflow_tracking_uri is None:  # the groups share the runs' store
+            uri = local_store_uri(out_dir)
+            logging = dataclasses.replace(config.logging, mlflow_tracking_uri=uri)
+            parts = [(v, dataclasses.replace(c, logging=logging)) for v, c in parts]
+    say = not quiet and is_main_process()
+    keys = ", ".join(untraced_keys(config.sweep, config.algo))
+    if say:
+        print(
+            f"sweep: {keys} change the compiled program, so its {len(config.settings)} "
+            f"settings train as {len(parts)} programs, one after another "
+            "(sweep.allow_recompile)",
+            flush=True,
+        )
+    results = []
+    for g, (values, part) in enumerate(parts):
+        where = None if out_dir is None else out_dir / f"{GROUP_PREFIX}{g}"
+        indices = [index for index, _ in part.settings]
+        if where is not None and resume and finished(where, part):
+            if say:
+                print(f"sweep: group {g} ({describe_values(values)}) is already trained")
+            continue
+        if say:
+            print(
+                f"sweep: group {g} of {len(parts)} ({describe_values(values)}): settings "
+                f"{', '.join(map(str, indices))} -> {where or 'memory'}",
+                flush=True,
+            )
+        again = resume and where is not None and run_dir.holds_run(where)
+        try:
+            result = run_one(
+                part,
+                where,
+                quiet=quiet,
+                resume=again,
+                stop_after=stop_after,
+                extra_backends=extra_backends,
+            )
+        except Stopped as e:  # resuming the sweep continues this group, then the rest
+            raise Stopped(e.update, out_dir) from None
+        results.append(result)
+    return results
+
+
+def prepare(config: config_lib.Config, out_dir: Path, resume: bool) -> None:
+    """A fresh sweep needs an empty directory; a resumed one the same config."""
+    saved = out_dir / "config.yaml"
+    if resume:
+        if not saved.is_file():
+            raise config_lib.ConfigError(
+                f"--resume: {out_dir} is not a run directory (no config.yaml)"
+            )
+        run_dir.check_same_config(out_dir, yaml.safe_load(saved.read_text()), config)
+        return
+    if saved.exists() or any(out_dir.glob(f"{GROUP_PREFIX}*")):
+        raise config_lib.ConfigError(
+            f"--out: {out_dir} already holds a run; continue it with "
+            f"`nnxrl train --resume {out_dir}` or choose another directory"
+        )
+    if is_main_process():
+        config_lib.dump(config, saved)
+
+
+def finished(where: Path, config: config_lib.Config) -> bool:
+    """Whether the group in ``where`` reached its last update (its final checkpoint)."""
+    saved = checkpoint.available(where) if where.is_dir() else []
+    return bool(saved) and saved[-1] >= config.num_updates
