@@ -2,10 +2,32 @@
 
 Tests see two CPU devices, as the CLI does on a 2-core machine, so that runs with
 several seeds exercise the seed-sharded path.
+
+The suite runs in two pytest-xdist workers (pyproject's addopts). A test marked
+``timed`` signals or kills a process at a chosen moment of its run; another test
+running beside it would move that moment, so it runs alone: every test holds a
+shared lock on one file while it runs, a ``timed`` test an exclusive one.
 """
 
 from __future__ import annotations
 
+import fcntl
+
+import pytest
+
 from nnxrl.devices import use_cpu_devices
 
 use_cpu_devices()
+
+
+@pytest.fixture(autouse=True)
+def one_timed_test_at_a_time(request, tmp_path_factory):
+    # the workers' temporary folders share this parent
+    path = tmp_path_factory.getbasetemp().parent / "timed-tests.lock"
+    exclusive = request.node.get_closest_marker("timed") is not None
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -93,6 +93,7 @@ def test_resume_is_bit_exact(tmp_path, variant):
         assert any("inverse_covariance" in p for p in meta["paths"])
 
 
+@pytest.mark.timed
 def test_ctrl_c_in_a_subprocess_leaves_a_checkpoint_that_resumes_exactly(tmp_path):
     overrides = [*SMALL, "total_env_steps=40960", "logging.backends=[console]"]
     overrides = [o for o in overrides if not o.startswith("logging.backends=[]")]
@@ -136,6 +137,7 @@ checkpoint.save(run, 2, {"w": big}, {"config": {}})
 """
 
 
+@pytest.mark.timed
 def test_a_process_killed_mid_save_leaves_the_previous_checkpoint_loadable(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-c", KILL_SCRIPT, str(tmp_path)], stdout=subprocess.PIPE, text=True

@@ -226,6 +226,7 @@ def test_console_progress_and_summary_lines(tmp_path, capsys):
     assert "update 16/16" in lines[-1] and "steps/s" in lines[-1] and "return" in lines[-1]
 
 
+@pytest.mark.timed
 def test_ctrl_c_keeps_every_completed_update_and_marks_the_mlflow_run_killed(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     cmd = [

@@ -128,6 +128,7 @@ def fill_at_update(monkeypatch, disk: Path, update: int, free_after: float | Non
 # -- stop signals ------------------------------------------------------------------------
 
 
+@pytest.mark.timed
 def test_sigint_to_the_process_group_under_uv_stops_once_and_resumes_exactly(reference, tmp_path):
     """A batch job: `uv run nnxrl train` in its own session, no terminal, SIGINT to the
     whole group. Python gets it twice (from the group and forwarded by uv); the repeat
@@ -189,6 +190,7 @@ except Stopped:
 """
 
 
+@pytest.mark.timed
 def test_sigterm_during_the_final_flush_lets_it_finish_and_exits_130(tmp_path):
     out = tmp_path / "run"
     overrides = [*RUN, "logging.updates_per_chunk=1", "logging.backends=[mlflow]"]
@@ -216,6 +218,7 @@ def test_sigterm_during_the_final_flush_lets_it_finish_and_exits_130(tmp_path):
     assert len(client.get_metric_history(run.info.run_id, "episode_count")) == 160
 
 
+@pytest.mark.timed
 def test_ctrl_c_while_a_resumed_run_compiles_exits_130_and_stays_resumable(reference, tmp_path):
     out = tmp_path / "run"
     with pytest.raises(Stopped):
@@ -362,6 +365,7 @@ def test_disk_full_while_writing_a_checkpoint_is_a_clear_error(small_disk):
     np.testing.assert_array_equal(state["w"], np.arange(10))
 
 
+@pytest.mark.timed
 def test_a_store_left_half_made_by_a_kill_is_repaired_on_resume(tmp_path):
     """SIGKILL while MLflow creates its store (the first seconds of a run)."""
     out = tmp_path / "run"
@@ -413,6 +417,7 @@ def run_cli(args: list[str], timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, env=cli_env(), timeout=timeout)
 
 
+@pytest.mark.timed
 def test_an_unreachable_tracking_server_is_reported_once_and_the_run_ends_promptly(tmp_path):
     """MLflow's own defaults retry for about four minutes; the subprocess's limit makes
     this test fail on such a wait (a hang check, not a speed check)."""
