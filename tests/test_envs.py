@@ -55,9 +55,15 @@ def test_unknown_env_lists_families():
         make_env(EnvConfig(id="Cartpole-v1"))
 
 
-def test_continuous_actions_rejected_clearly():
-    with pytest.raises(ValueError, match="continuous action space"):
-        make_env(EnvConfig(id="Pendulum-v1"))
+def test_a_continuous_env_has_bounds_and_clips_actions_when_it_steps():
+    env = make_env(EnvConfig(id="Pendulum-v1", num_envs=3))
+    assert env.spec.continuous and env.spec.action_dim == 1 and env.spec.num_actions == 0
+    assert env.spec.action_low == (-2.0,) and env.spec.action_high == (2.0,)
+    obs, state = env.reset(jax.random.key(0))
+    actions = jnp.asarray([[5.0], [-7.0], [0.5]])
+    state, out = env.step(jax.random.key(1), state, actions)
+    np.testing.assert_allclose(np.asarray(state.env_state.last_u).reshape(-1), [2.0, -2.0, 0.5])
+    assert out.reward.shape == (3,) and obs.shape == (3, 3)
 
 
 def test_assign_resets_gives_distinct_fresh_worlds():

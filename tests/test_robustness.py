@@ -464,7 +464,7 @@ def write(path: Path, content: bytes | str) -> str:
     [
         (["env.kwargs.max_steps_in_episode=abc"], "env.kwargs.max_steps_in_episode"),
         (["env.kwargs.bogus=1"], "env.kwargs.bogus"),
-        (["env.id=Pendulum-v1"], "continuous action space"),
+        (["network.squash=tanh"], "network.squash: set, but env.id 'CartPole-v1' has discrete"),
         (["env.id=Cartpole-v1"], "did you mean CartPole-v1"),
         (["seed=18446744073709551616"], "seed"),
         (["seed=2**64"], "seed"),

@@ -22,7 +22,7 @@ import yaml
 from nnxrl import schema
 from nnxrl import sweep as sweep_lib
 from nnxrl.devices import start_jax
-from nnxrl.envs import check_env_config
+from nnxrl.envs import check_env_config, is_continuous
 from nnxrl.intrinsic import addon_options, known_addons
 from nnxrl.schema import ConfigError, parse_yaml, setting, to_dict
 
@@ -67,6 +67,20 @@ class NetworkConfig:
         "LayerNorm after each hidden layer, before its activation (None: on for PQN, as "
         "in its paper; off for PPO).",
     )
+    log_std: Literal["state_independent", "state_dependent"] = _field(
+        "state_independent",
+        "Continuous actions: the Gaussian's log-std is a learned vector "
+        "(state_independent) or more actor outputs (state_dependent).",
+    )
+    squash: Literal["clip", "tanh"] = _field(
+        "clip",
+        "Continuous actions: the env clips a Gaussian sample to its bounds when it steps "
+        "(the log-probability is the unclipped sample's), or tanh squashes it into them "
+        "(with the change-of-variables correction).",
+    )
+    init_log_std: float = _field(
+        0.0, "Continuous actions: the log-std at initialisation (0: std 1)."
+    )
 
 
 @dataclass(frozen=True)
@@ -91,6 +105,20 @@ class PPOConfig:
     max_grad_norm: float = _field(0.5, "Global gradient-norm clip.", low=0, low_open=True)
     advantage_normalization: Literal["minibatch", "batch", "none"] = _field(
         "minibatch", "Where advantages are normalised to zero mean, unit std."
+    )
+    normalize_obs: bool = _field(
+        False,
+        "Standardise observations with their running mean and variance (kept in the run "
+        "state, exported with the policy).",
+    )
+    normalize_reward: bool = _field(
+        False, "Scale rewards by the running std of each env's discounted return."
+    )
+    obs_clip: float = _field(
+        10.0, "normalize_obs: clip standardised observations to +-this.", low=0, low_open=True
+    )
+    reward_clip: float = _field(
+        10.0, "normalize_reward: clip scaled rewards to +-this.", low=0, low_open=True
     )
 
 
@@ -480,6 +508,7 @@ def validate(config: Config) -> Config:
             "checkpoints are taken between chunks"
         )
     check_env_config(env)
+    _validate_action_space(config)
     _validate_intrinsic(config)
     _validate_sweep(config)
     _validate_mesh(config)
@@ -596,6 +625,29 @@ def env_split_problem(config: Config, shards: int) -> str:
     return ""
 
 
+def _validate_action_space(config: Config) -> None:
+    """PQN needs discrete actions; the Gaussian's options need continuous ones."""
+    network, defaults = config.network, NetworkConfig()
+    continuous_options = [
+        f"network.{k}"
+        for k in ("log_std", "squash", "init_log_std")
+        if getattr(network, k) != getattr(defaults, k)
+    ]
+    if config.algo != "pqn" and not continuous_options:
+        return
+    continuous = is_continuous(config.env)
+    if config.algo == "pqn" and continuous:
+        raise ConfigError(
+            f"algo: pqn picks actions by argmax over Q-values, so it needs discrete actions; "
+            f"env.id {config.env.id!r} has continuous ones. Use algo: ppo (a Gaussian policy)"
+        )
+    if continuous_options and not continuous:
+        raise ConfigError(
+            f"{continuous_options[0]}: set, but env.id {config.env.id!r} has discrete "
+            "actions; the option shapes a Gaussian policy for continuous ones. Leave it out"
+        )
+
+
 def _validate_intrinsic(config: Config) -> None:
     intrinsic = config.intrinsic
     if intrinsic.addon not in known_addons():
@@ -606,7 +658,7 @@ def _validate_intrinsic(config: Config) -> None:
             f"Known: {sorted(known_addons())}"
         )
     num_minibatches = intrinsic.num_minibatches or config.algo_config.num_minibatches
-    if config.env.num_envs % num_minibatches:
+    if intrinsic.addon != "none" and config.env.num_envs % num_minibatches:
         source = "intrinsic" if intrinsic.num_minibatches else f"{config.algo} (used by intrinsic)"
         raise ConfigError(
             f"{source}.num_minibatches: {num_minibatches} does not divide env.num_envs="

@@ -28,7 +28,7 @@ def play_first_episodes(
     env = make_env(dataclasses.replace(policy.env, num_envs=num_episodes, reset_ratio=1))
     names = env.spec.achievement_names
 
-    def one_seed(params, key):
+    def one_seed(params, moments, key):
         model = nnx.merge(policy.graphdef, params)
         reset_key, key = jax.random.split(key)
         obs, env_state = env.reset(reset_key)
@@ -53,7 +53,9 @@ def play_first_episodes(
 
         def step(c):
             key, action_key, step_key = jax.random.split(c["key"], 3)
-            hidden, dist = policy.action_distribution(model, c["hidden"], c["obs"], c["start"])
+            hidden, dist = policy.action_distribution(
+                model, c["hidden"], c["obs"], c["start"], moments
+            )
             action = dist.mode() if greedy else dist.sample(action_key)
             env_state, out = env.step(step_key, c["env_state"], action)
             ended = jnp.logical_or(out.terminated, out.truncated)
@@ -82,7 +84,8 @@ def play_first_episodes(
         return {**final["results"], "finished": final["finished"]}
 
     keys = jax.random.split(key, policy.num_seeds)
-    out = jax.jit(jax.vmap(one_seed))(policy.params, keys)
+    moments = policy.obs_moments if policy.obs_moments is not None else ()
+    out = jax.jit(jax.vmap(one_seed))(policy.params, moments, keys)
     return {k: np.asarray(v) for k, v in out.items()}
 
 

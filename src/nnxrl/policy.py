@@ -24,9 +24,14 @@ from flax import nnx
 
 from nnxrl import config as config_lib
 from nnxrl import schema
+from nnxrl.algos.normalization import observe
 from nnxrl.config import EnvConfig, NetworkConfig
 from nnxrl.envs import check_env_config, env_spec
-from nnxrl.networks import Categorical, EpsilonGreedy, acting_values, build_network
+from nnxrl.networks import EpsilonGreedy, acting_values, build_network
+from nnxrl.ops.running_moments import Moments
+
+MOMENTS = ("count", "mean", "var")  # the observation moments' fields, saved beside params
+MOMENTS_PREFIX = "obs_normalizer."
 
 
 @dataclass
@@ -45,6 +50,15 @@ class Policy:
     stream_weights: tuple[float, ...] = (1.0,)  # pqn: weights of the streams' Qs
     epsilon: float = 0.0  # pqn: random-action probability when sampling (0: greedy)
     setting: int | None = None  # the sweep setting it comes from (None: not a sweep)
+    # ppo.normalize_obs: each seed's observation moments (leading seed axis), else None
+    obs_moments: Any = None
+    obs_clip: float = 10.0
+
+    def seed_moments(self, seed: int | jax.Array) -> Any:
+        """Seed ``seed``'s observation moments (() when observations are not normalised)."""
+        if self.obs_moments is None:
+            return ()
+        return jax.tree.map(lambda x: x[seed], self.obs_moments)
 
     def act(
         self,
@@ -68,14 +82,16 @@ class Policy:
             hidden = model.initial_hidden(batch)
         if start is None:
             start = jnp.zeros(batch, bool)
-        hidden, dist = self.action_distribution(model, hidden, obs, start)
+        hidden, dist = self.action_distribution(model, hidden, obs, start, self.seed_moments(seed))
         return (dist.mode() if greedy else dist.sample(key)), hidden
 
     def action_distribution(
-        self, model: Any, hidden: jax.Array, obs: jax.Array, start: jax.Array
-    ) -> tuple[jax.Array, Categorical | EpsilonGreedy]:
-        """One step of ``model`` (this policy's network, one seed's parameters):
-        (next hidden, the distribution actions are drawn from)."""
+        self, model: Any, hidden: jax.Array, obs: jax.Array, start: jax.Array, moments: Any = ()
+    ) -> tuple[jax.Array, Any]:
+        """One step of ``model`` (this policy's network, one seed's parameters, and that
+        seed's observation ``moments``): (next hidden, the distribution actions are
+        drawn from)."""
+        obs = observe(moments, obs, self.obs_clip)
         if self.algo == "pqn":
             hidden, q = model.step(hidden, obs, start)
             weights = jnp.asarray(self.stream_weights, jnp.float32)
@@ -84,8 +100,9 @@ class Policy:
         return hidden, dist
 
 
-def policy_of(config: config_lib.Config, params: Any) -> Policy:
-    """The policy of a run of ``config`` whose network parameters are ``params``."""
+def policy_of(config: config_lib.Config, params: Any, obs_moments: Any = None) -> Policy:
+    """The policy of a run of ``config`` whose network parameters are ``params`` (and,
+    with ``ppo.normalize_obs``, whose observation moments are ``obs_moments``)."""
     num_values = config.intrinsic.num_reward_streams
     graphdef, _ = _network_template(config.env, config.network, num_values, config.algo)
     return Policy(
@@ -97,19 +114,24 @@ def policy_of(config: config_lib.Config, params: Any) -> Policy:
         config.num_seeds,
         algo=config.algo,
         stream_weights=stream_weights_of(config),
+        obs_moments=obs_moments if isinstance(obs_moments, Moments) else None,
+        obs_clip=config.ppo.obs_clip,
     )
 
 
-def setting_policy(config: config_lib.Config, params: Any, setting: int | None) -> Policy:
-    """The policy of a run whose members' parameters are ``params``: for a sweep, that of
-    setting ``setting`` (its seeds' rows, its own config)."""
+def setting_policy(
+    config: config_lib.Config, params: Any, setting: int | None, obs_moments: Any = None
+) -> Policy:
+    """The policy of a run whose members' parameters (and observation moments) are
+    ``params`` (``obs_moments``): for a sweep, that of setting ``setting`` (its seeds'
+    rows, its own config)."""
     check_setting(config, setting)
     if not config.is_sweep:
-        return policy_of(config, params)
+        return policy_of(config, params, obs_moments)
     position = [index for index, _ in config.settings].index(setting)
     n = config.num_seeds
-    rows = jax.tree.map(lambda x: x[position * n : (position + 1) * n], params)
-    policy = policy_of(config_lib.setting_config(config, setting), rows)
+    rows = jax.tree.map(lambda x: x[position * n : (position + 1) * n], (params, obs_moments))
+    policy = policy_of(config_lib.setting_config(config, setting), *rows)
     policy.setting = setting
     return policy
 
@@ -180,9 +202,14 @@ def save_policy(directory: str | Path, policy: Policy) -> Path:
         "algo": policy.algo,
         "stream_weights": list(policy.stream_weights),
         "setting": policy.setting,
+        "obs_clip": policy.obs_clip,
+        "normalize_obs": policy.obs_moments is not None,
     }
     params = policy.params
     arrays = {path: np.asarray(x) for path, x in param_paths(jax.device_get(params))}
+    if policy.obs_moments is not None:  # [seeds, ...] each
+        moments = jax.device_get(policy.obs_moments)
+        arrays.update({f"{MOMENTS_PREFIX}{k}": np.asarray(getattr(moments, k)) for k in MOMENTS})
     with ocp.StandardCheckpointer() as checkpointer:
         checkpointer.save(directory / "params", arrays, force=True)
     if jax.process_index() == 0:
@@ -209,6 +236,9 @@ def load_policy(directory: str | Path) -> Policy:
         arrays = checkpointer.restore(directory / "params")
     params = _fill(template, lambda path: arrays.get(path), str(directory / "params"))
     weights = tuple(float(w) for w in spec.get("stream_weights", [1.0] * num_values))
+    obs_moments = None
+    if spec.get("normalize_obs"):
+        obs_moments = Moments(**{k: jnp.asarray(arrays[f"{MOMENTS_PREFIX}{k}"]) for k in MOMENTS})
     return Policy(
         env,
         network,
@@ -219,6 +249,8 @@ def load_policy(directory: str | Path) -> Policy:
         algo=algo,
         stream_weights=weights,
         setting=spec.get("setting"),
+        obs_moments=obs_moments,
+        obs_clip=float(spec.get("obs_clip", 10.0)),
     )
 
 
@@ -243,7 +275,12 @@ def policy_from_checkpoint(
         return None if name is None else items.get(name)
 
     params = _fill(template, lookup, meta["where"])
-    return setting_policy(config, params, setting)
+    obs_moments = None
+    if config.algo == "ppo" and config.ppo.normalize_obs:
+        obs_moments = Moments(
+            **{k: jnp.asarray(items[by_path[f".normalizer.obs.{k}"]]) for k in MOMENTS}
+        )
+    return setting_policy(config, params, setting, obs_moments)
 
 
 def _checkpoint_paths(template: Any) -> dict[str, str]:

@@ -26,7 +26,7 @@ from nnxrl.envs import CRAFTAX_IDS, make_env
 from nnxrl.policy import Policy
 
 MOUNTAIN_CAR_GOALS = {"MountainCar-v0": 0.5, "MountainCarContinuous-v0": 0.45}
-DRAWN_FROM_STATE = ("CartPole-v1", "Acrobot-v1", *MOUNTAIN_CAR_GOALS)
+DRAWN_FROM_STATE = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", *MOUNTAIN_CAR_GOALS)
 GRID_CELL = 16  # pixels per cell of a grid observation
 
 
@@ -46,6 +46,8 @@ def frame_renderer(env_id: str, obs_shape: tuple[int, ...]) -> Callable[[Any, An
         return lambda state, obs: draw_cartpole(state)
     if env_id == "Acrobot-v1":
         return lambda state, obs: draw_acrobot(state)
+    if env_id == "Pendulum-v1":
+        return lambda state, obs: draw_pendulum(state)
     if env_id in MOUNTAIN_CAR_GOALS:
         return lambda state, obs: draw_mountain_car(state, MOUNTAIN_CAR_GOALS[env_id])
     if len(obs_shape) in (2, 3):
@@ -91,6 +93,28 @@ def draw_acrobot(state: Any, size: int = 240) -> np.ndarray:
         draw.line([start, end], fill=(0, 80, 160), width=8)
     for x, y in (pivot, elbow):
         draw.ellipse([x - 5, y - 5, x + 5, y + 5], fill=(200, 200, 0))
+    return np.asarray(image)
+
+
+def draw_pendulum(state: Any, size: int = 240) -> np.ndarray:
+    """A Pendulum frame: a rod of length 1 from the centre at angle ``state.theta``
+    from upright (the goal, marked), and the last torque as an arc whose length is its
+    size (max 2)."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (size, size), (255, 255, 255))
+    draw = ImageDraw.Draw(image)
+    scale, (px, py) = size / 2.6, (size / 2, size / 2)
+    theta = float(state.theta)
+    tip = (px + scale * np.sin(theta), py - scale * np.cos(theta))
+    draw.line([(px, py), (px, py - scale - 8)], fill=(200, 200, 200), width=1)  # upright
+    draw.line([(px, py), tip], fill=(200, 60, 60), width=10)
+    torque = float(np.asarray(state.last_u).reshape(-1)[0])
+    if abs(torque) > 1e-3:
+        r, sweep = scale * 0.35, 90.0 * min(abs(torque), 2.0)
+        start = -90.0 if torque > 0 else -90.0 - sweep
+        draw.arc([px - r, py - r, px + r, py + r], start, start + sweep, fill=(0, 0, 0), width=3)
+    draw.ellipse([px - 5, py - 5, px + 5, py + 5], fill=(40, 40, 40))
     return np.asarray(image)
 
 
@@ -173,11 +197,12 @@ def render_episode(
     env = make_env(dataclasses.replace(policy.env, num_envs=1, reset_ratio=1))
     draw = frame_renderer(policy.env.id, env.spec.obs_shape)
     model = nnx.merge(policy.graphdef, jax.tree.map(lambda x: x[seed], policy.params))
+    moments = policy.seed_moments(seed)
 
     @jax.jit
     def act_and_step(key, env_state, hidden, obs, start):
         action_key, step_key = jax.random.split(key)
-        hidden, dist = policy.action_distribution(model, hidden, obs, start)
+        hidden, dist = policy.action_distribution(model, hidden, obs, start, moments)
         action = dist.mode() if greedy else dist.sample(action_key)
         env_state, result = env.step(step_key, env_state, action)
         return env_state, hidden, result

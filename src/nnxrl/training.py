@@ -161,7 +161,8 @@ def run_training(
             if outcome.kind == "finished" and out_dir is not None:
                 # every process takes part in both (collectives); process 0 writes
                 params = host_copy(outcome.state.params)
-                export_policy(config, out_dir, params, best)
+                obs_moments = host_copy(outcome.state.normalizer).obs
+                export_policy(config, out_dir, params, best, obs_moments)
                 if main and config.logging.log_video:
                     attach_episode(config, out_dir, params, logger, quiet, best)
             status = {"finished": "finished", "stopped": "killed"}.get(outcome.kind, "failed")
@@ -286,9 +287,14 @@ def attach_episode(
 
 
 def export_policy(
-    config: config_lib.Config, out_dir: Path, params: Any, setting: int | None = None
+    config: config_lib.Config,
+    out_dir: Path,
+    params: Any,
+    setting: int | None = None,
+    obs_moments: Any = None,
 ) -> None:
-    """Every seed's policy to ``out_dir/policy`` (a sweep: those of ``setting``)."""
+    """Every seed's policy (with its observation moments) to ``out_dir/policy`` (a
+    sweep: those of ``setting``)."""
     from nnxrl.policy import save_policy, setting_policy
 
-    save_policy(out_dir / "policy", setting_policy(config, params, setting))
+    save_policy(out_dir / "policy", setting_policy(config, params, setting, obs_moments))

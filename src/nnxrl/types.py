@@ -54,10 +54,10 @@ class PQNHyperparams(NamedTuple):
 class Transition(NamedTuple):
     """One rollout step for every env; stacked by the rollout scan to [T, B, ...]."""
 
-    obs: jax.Array  # [B, *obs_shape] observation the action was chosen from
+    obs: jax.Array  # [B, *obs_shape] what the network saw (normalised, if so configured)
     hidden: jax.Array  # [B, H] the network's hidden state before this step (H = 0: none)
     start: jax.Array  # [B] bool: obs is an episode's first observation
-    action: jax.Array  # [B] int32
+    action: jax.Array  # [B] int32, or [B, D] float32 (continuous; before any clipping)
     log_prob: jax.Array  # [B] log pi_old(action | obs)
     value: jax.Array  # [B, K] V_old(obs), one per reward stream
     reward: jax.Array  # [B]
@@ -122,6 +122,8 @@ class RunState:
     update: jax.Array  # int32: updates done so far
     addon: Any  # the intrinsic add-on's state (empty for none)
     recent_returns: Any  # ReturnWindow: the last N episodes' returns (algos/return_window.py)
+    # observation and reward statistics (algos/normalization.py); empty when unused
+    normalizer: Any = ()
 
 
 @struct.dataclass

@@ -22,10 +22,12 @@ def initial_run_state(
     tx: optax.GradientTransformation,
     addon: Addon,
     return_window: int,
+    normalizer: Any = (),
 ) -> RunState:
     """Fresh optimiser, envs and add-on around ``network`` (built by the caller from
     ``fold_in(key, 0)``), an empty window of the last ``return_window`` episode
-    returns: jittable, and vmappable over keys for many seeds."""
+    returns, the ``normalizer`` (``algos/normalization.py``; () for none): jittable, and
+    vmappable over keys for many seeds."""
     params = nnx.state(network)
     env_key, _, run_key = jax.random.split(jax.random.fold_in(key, 1), 3)
     obs, env_state = env.reset(env_key)
@@ -40,4 +42,5 @@ def initial_run_state(
         update=jnp.int32(0),
         addon=addon.init(jax.random.fold_in(key, 2)),
         recent_returns=empty_window(return_window),
+        normalizer=normalizer,
     )

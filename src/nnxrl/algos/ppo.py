@@ -42,6 +42,13 @@ from nnxrl.algos import sgd
 from nnxrl.algos.episode_metrics import episode_metrics
 from nnxrl.algos.initial_state import initial_run_state
 from nnxrl.algos.intrinsic_streams import combine_rewards, to_experience
+from nnxrl.algos.normalization import (
+    Normalizer,
+    init_normalizer,
+    observe,
+    scale_rewards,
+    update_obs,
+)
 from nnxrl.algos.return_window import ReturnWindow, record_episodes, window_metrics
 from nnxrl.config import Config, NetworkConfig
 from nnxrl.envs import VecEnv
@@ -50,6 +57,7 @@ from nnxrl.mesh import shuffle_groups
 from nnxrl.networks import build_network
 from nnxrl.ops.gae import continuing_gae, episodic_gae
 from nnxrl.ops.losses import normalize, policy_loss, value_loss
+from nnxrl.ops.running_moments import Moments
 from nnxrl.optim import constant_one, linear_decay, make_optimizer
 from nnxrl.types import Batch, Hyperparams, RunState, Transition, UpdateState
 
@@ -76,6 +84,10 @@ class PPOStatic:
     advantage_normalization: str  # 'minibatch', 'batch' or 'none'
     achievement_names: tuple[str, ...]
     return_window: int  # episodes in the rolling return (logging.return_window)
+    normalize_obs: bool  # algos/normalization.py
+    normalize_reward: bool
+    obs_clip: float
+    reward_clip: float
 
     @property
     def steps_per_update(self) -> int:
@@ -93,12 +105,16 @@ class PPO(NamedTuple):
 def train_update(run_state: RunState, hp: Hyperparams, *, s: PPOStatic) -> tuple[RunState, dict]:
     """One PPO iteration: collect, let the add-on score and learn from the rollout,
     estimate advantages, optimise, summarise."""
-    run_state, trajectory, last_value = collect_rollout(run_state, s)
+    run_state, trajectory, last_value, raw_obs = collect_rollout(run_state, s)
     key, addon_key, epoch_key = jax.random.split(run_state.key, 3)
-    experience = to_experience(trajectory, run_state.obs, hp.intrinsic_gamma)
+    last_seen = observe(run_state.normalizer.obs, run_state.obs, s.obs_clip)
+    experience = to_experience(trajectory, last_seen, hp.intrinsic_gamma)
     addon_state, bonus, reward_metrics = s.addon.reward(run_state.addon, experience)
     addon_state, update_metrics = s.addon.update(addon_state, experience, addon_key)
-    advantages, targets = compute_advantages(trajectory, bonus, last_value, hp, s)
+    normalizer, scaled = normalize_rollout(run_state.normalizer, trajectory, raw_obs, hp, s)
+    advantages, targets = compute_advantages(
+        trajectory._replace(reward=scaled), bonus, last_value, hp, s
+    )
     batch = make_batch(trajectory, advantages, targets, s)
     update_state, loss_metrics = update_epochs(run_state, batch, epoch_key, hp, s)
     run_state = run_state.replace(
@@ -108,6 +124,7 @@ def train_update(run_state: RunState, hp: Hyperparams, *, s: PPOStatic) -> tuple
         update=run_state.update + 1,
         addon=addon_state,
         recent_returns=record_episodes(run_state.recent_returns, trajectory),
+        normalizer=normalizer,
     )
     addon_metrics = {**reward_metrics, **update_metrics}
     metrics = summarize(
@@ -116,28 +133,36 @@ def train_update(run_state: RunState, hp: Hyperparams, *, s: PPOStatic) -> tuple
     return run_state, metrics
 
 
-def collect_rollout(run_state: RunState, s: PPOStatic) -> tuple[RunState, Transition, jax.Array]:
+def collect_rollout(
+    run_state: RunState, s: PPOStatic
+) -> tuple[RunState, Transition, jax.Array, jax.Array]:
     """Act for T steps in every env. Returns the advanced state, the Transitions
-    [T, B] and V(obs) [B, K] for the observation after the last step.
+    [T, B], V(obs) [B, K] for the observation after the last step, and the raw
+    observations [T, B, ...] when they are normalised ([0] otherwise). The network
+    sees observations normalised with the moments from before the rollout.
 
     V(final obs), the bootstrap of a time-limit truncation, comes from one more
     recurrent step from the new hidden state (same episode) inside the scan; a
     feed-forward critic evaluates all T x B final observations in one batched pass
     after it (measured faster than a small pass per step: ``benchmarks/ab.py``)."""
     model = nnx.merge(s.graphdef, run_state.params)
+    see = partial(observe, run_state.normalizer.obs, clip=s.obs_clip)
+    keep_raw = isinstance(run_state.normalizer.obs, Moments)
 
     def env_step(state: RunState, _: Any) -> tuple[RunState, tuple[Transition, jax.Array]]:
         key, action_key, step_key = jax.random.split(state.key, 3)
-        hidden, dist, value = model.step(state.hidden, state.obs, state.start)
+        obs = see(state.obs)
+        hidden, dist, value = model.step(state.hidden, obs, state.start)
         action = dist.sample(action_key)
         env_state, out = s.env.step(step_key, state.env_state, action)
         if s.sequences:  # recurrent: continue the episode from the new hidden state
-            _, _, final_value = model.step(hidden, out.final_obs, jnp.zeros_like(state.start))
+            _, _, final_value = model.step(hidden, see(out.final_obs), jnp.zeros_like(state.start))
             final_obs = jnp.zeros((0,))
         else:  # feed-forward: after the scan, for all steps at once
-            final_value, final_obs = jnp.zeros_like(value), out.final_obs
+            final_value, final_obs = jnp.zeros_like(value), see(out.final_obs)
+        raw = state.obs if keep_raw else jnp.zeros((0,))
         transition = Transition(
-            obs=state.obs,
+            obs=obs,
             hidden=state.hidden,
             start=state.start,
             action=action,
@@ -151,13 +176,30 @@ def collect_rollout(run_state: RunState, s: PPOStatic) -> tuple[RunState, Transi
         )
         start = jnp.logical_or(out.terminated, out.truncated)
         state = state.replace(obs=out.obs, hidden=hidden, start=start, env_state=env_state, key=key)
-        return state, (transition, final_obs)
+        return state, (transition, final_obs, raw)
 
-    run_state, (trajectory, final_obs) = jax.lax.scan(env_step, run_state, length=s.num_steps)
+    run_state, (trajectory, final_obs, raw_obs) = jax.lax.scan(
+        env_step, run_state, length=s.num_steps
+    )
     if not s.sequences:
         trajectory = trajectory._replace(final_value=model.value(final_obs))
-    _, _, last_value = model.step(run_state.hidden, run_state.obs, run_state.start)
-    return run_state, trajectory, last_value
+    _, _, last_value = model.step(run_state.hidden, see(run_state.obs), run_state.start)
+    return run_state, trajectory, last_value, raw_obs
+
+
+def normalize_rollout(
+    normalizer: Normalizer,
+    trajectory: Transition,
+    raw_obs: jax.Array,
+    hp: Hyperparams,
+    s: PPOStatic,
+) -> tuple[Normalizer, jax.Array]:
+    """Merge the rollout's raw observations and discounted returns into the running
+    statistics; returns them and the rewards [T, B] the advantages use (scaled by the
+    return's running std, if so configured: ``algos/normalization.py``)."""
+    normalizer = update_obs(normalizer, raw_obs)
+    ends = jnp.logical_or(trajectory.terminated, trajectory.truncated)
+    return scale_rewards(normalizer, trajectory.reward, ends, hp.gamma, s.reward_clip)
 
 
 def compute_advantages(
@@ -306,7 +348,10 @@ def init(key: jax.Array, *, s: PPOStatic) -> RunState:
     """The run state before the first update: fresh networks, optimiser, envs and
     add-on (jittable, and vmappable over keys for many seeds)."""
     network = build_network(s.network, s.env.spec, s.num_streams, jax.random.fold_in(key, 0))
-    return initial_run_state(key, network, s.env, s.tx, s.addon, s.return_window)
+    normalizer = init_normalizer(
+        s.env.spec.obs_shape, s.env.num_envs, obs=s.normalize_obs, reward=s.normalize_reward
+    )
+    return initial_run_state(key, network, s.env, s.tx, s.addon, s.return_window, normalizer)
 
 
 # --------------------------------------------------------------------------------------
@@ -344,6 +389,10 @@ def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
         advantage_normalization=p.advantage_normalization,
         achievement_names=env.spec.achievement_names,
         return_window=config.logging.return_window,
+        normalize_obs=p.normalize_obs,
+        normalize_reward=p.normalize_reward,
+        obs_clip=p.obs_clip,
+        reward_clip=p.reward_clip,
     )
     return PPO(
         init=partial(init, s=s),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
 from nnxrl.envs.craftax_env import CRAFTAX_IDS, make_craftax_env
 from nnxrl.envs.episode_stats import with_episode_statistics
-from nnxrl.envs.gymnax_env import gymnax_ids, is_discrete, make_gymnax_env, split_kwargs
+from nnxrl.envs.gymnax_env import gymnax_ids, make_gymnax_env, split_kwargs
 from nnxrl.envs.single import from_single
 from nnxrl.schema import ConfigError
 
@@ -66,11 +66,6 @@ def check_env_config(env: EnvConfig) -> None:
                 f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only; "
                 f"{env.id} resets itself, so it must be 1"
             )
-        if not is_discrete(env.id):
-            raise ConfigError(
-                f"env.id: {env.id!r} has a continuous action space; nnxrl's PPO takes "
-                "discrete actions (e.g. CartPole-v1, Acrobot-v1, the MinAtar and bsuite ids)"
-            )
         try:
             split_kwargs(env.id, env.kwargs)
         except ValueError as e:
@@ -81,6 +76,22 @@ def check_env_config(env: EnvConfig) -> None:
     hint = f"; did you mean {close[0]}?" if close else ""
     listing = "; ".join(f"{fam}: {', '.join(ids)}" for fam, ids in families.items())
     raise ConfigError(f"env.id: unknown environment {env.id!r}{hint} Known families: {listing}")
+
+
+def is_continuous(env: EnvConfig) -> bool:
+    """Whether the env ``env`` names takes continuous actions (without building its
+    batch: gymnax's action space; Craftax never; a registered env by its spec)."""
+    if env.id in _REGISTERED:
+        return env_spec(env).continuous
+    if env.id in CRAFTAX_IDS:
+        return False
+    import gymnax
+
+    from nnxrl.envs.gymnax_env import action_bounds
+
+    ctor_kwargs, _ = split_kwargs(env.id, env.kwargs)
+    made, params = gymnax.make(env.id, **ctor_kwargs)
+    return bool(action_bounds(made.action_space(params))[0])
 
 
 def env_spec(env: EnvConfig) -> EnvSpec:

@@ -20,11 +20,24 @@ class EnvSpec(NamedTuple):
 
     id: str
     obs_shape: tuple[int, ...]
-    num_actions: int
+    num_actions: int  # discrete actions (0 for a continuous action space)
     # Names of per-episode success flags reported at episode end (Craftax achievements).
     achievement_names: tuple[str, ...] = ()
     # XLA options the env's programs are compiled with on CPU, as (name, value) pairs.
     cpu_options: tuple[tuple[str, str], ...] = ()
+    # continuous actions: each action is a [D] vector within these bounds (D = their
+    # length); both empty for discrete actions
+    action_low: tuple[float, ...] = ()
+    action_high: tuple[float, ...] = ()
+
+    @property
+    def continuous(self) -> bool:
+        return bool(self.action_low)
+
+    @property
+    def action_dim(self) -> int:
+        """D for continuous actions, 0 for discrete."""
+        return len(self.action_low)
 
 
 class EnvStep(NamedTuple):
@@ -50,7 +63,7 @@ class VecEnv:
     """A batch of self-resetting environments as two pure functions.
 
     reset(key) -> (obs [B, *obs_shape], state)
-    step(key, state, action [B]) -> (state, EnvStep)
+    step(key, state, action [B] (discrete) or [B, D] (continuous)) -> (state, EnvStep)
     """
 
     spec: EnvSpec

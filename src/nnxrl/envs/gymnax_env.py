@@ -10,6 +10,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
 
@@ -70,27 +71,14 @@ def _check_kind(key: str, value, default) -> None:
         raise ValueError(f"{key}: expected {kind} (default {default!r}), got {value!r}")
 
 
-def is_discrete(env_id: str) -> bool:
-    import gymnax
-    from gymnax.environments import spaces
-
-    env, params = gymnax.make(env_id)
-    return isinstance(env.action_space(params), spaces.Discrete)
-
-
 def make_gymnax_env(env_id: str, num_envs: int, **kwargs) -> VecEnv:
     import gymnax
-    from gymnax.environments import spaces
 
     ctor_kwargs, param_kwargs = split_kwargs(env_id, kwargs)
     env, params = gymnax.make(env_id, **ctor_kwargs)
     params = params.replace(**param_kwargs)
     action_space = env.action_space(params)
-    if not isinstance(action_space, spaces.Discrete):
-        raise ValueError(
-            f"env.id: {env_id!r} has a continuous action space; nnxrl's PPO takes "
-            "discrete actions (e.g. CartPole-v1, Acrobot-v1, the MinAtar and bsuite ids)"
-        )
+    low, high = action_bounds(action_space)
     # the reset's shape, not env.observation_space(params): building the space runs
     # (and compiles) small array ops, and nothing should compile before the programs
     key = jax.eval_shape(jax.random.key, 0)
@@ -101,17 +89,37 @@ def make_gymnax_env(env_id: str, num_envs: int, **kwargs) -> VecEnv:
         return obs.astype(jnp.float32), state
 
     def step(key: jax.Array, state, action: jax.Array):
+        if low:  # continuous: the policy's sample, clipped to the bounds when stepping
+            action = jnp.clip(action, jnp.asarray(low), jnp.asarray(high))
         obs, state, reward, terminated, truncated, info = jax.vmap(
             env.step, in_axes=(0, 0, 0, None)
         )(jax.random.split(key, num_envs), state, action, params)
         return state, EnvStep(
             obs=obs.astype(jnp.float32),
-            reward=reward.astype(jnp.float32),
+            reward=reward.reshape(num_envs).astype(jnp.float32),  # Pendulum: [B, 1]
             terminated=terminated.astype(bool),
             truncated=jnp.logical_and(truncated, ~terminated),
             final_obs=info["final_observation"].astype(jnp.float32),
             episode={},
         )
 
-    spec = EnvSpec(id=env_id, obs_shape=obs_shape, num_actions=int(action_space.n))
+    spec = EnvSpec(
+        id=env_id,
+        obs_shape=obs_shape,
+        num_actions=int(action_space.n) if not low else 0,
+        action_low=low,
+        action_high=high,
+    )
     return VecEnv(spec=spec, num_envs=num_envs, reset=reset, step=step)
+
+
+def action_bounds(action_space) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """A Box space's per-dimension bounds as (low, high) tuples; ((), ()) for Discrete."""
+    from gymnax.environments import spaces
+
+    if isinstance(action_space, spaces.Discrete):
+        return (), ()
+    shape = tuple(action_space.shape) or (1,)
+    low = np.broadcast_to(np.asarray(action_space.low, np.float64), shape).reshape(-1)
+    high = np.broadcast_to(np.asarray(action_space.high, np.float64), shape).reshape(-1)
+    return tuple(float(x) for x in low), tuple(float(x) for x in high)

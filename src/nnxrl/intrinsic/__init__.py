@@ -23,6 +23,7 @@ def addon_for(config, spec, default_minibatches: int) -> Addon:
     context = AddonContext(
         obs_shape=tuple(spec.obs_shape),
         num_actions=spec.num_actions,
+        action_dim=spec.action_dim,
         num_envs=config.env.num_envs,
         learning_rate=i.learning_rate,
         adam_eps=i.adam_eps,

@@ -37,7 +37,7 @@ class Experience(NamedTuple):
     """
 
     obs: jax.Array  # [T + 1, B, *obs_shape]: the rollout's observations, then the next one
-    action: jax.Array  # [T, B] int32
+    action: jax.Array  # [T, B] int32, or [T, B, D] float32 for continuous actions
     episode_end: jax.Array  # [T, B] bool: step t ended an episode (terminated or truncated)
     # the intrinsic stream's discount (intrinsic.gamma), traced: a sweep may vary it
     gamma: jax.Array | float = 0.99
@@ -60,6 +60,7 @@ class AddonContext:
     max_grad_norm: float
     num_epochs: int
     num_minibatches: int
+    action_dim: int = 0  # continuous actions: their dimension D (0: num_actions discrete)
 
 
 class Addon(NamedTuple):
@@ -84,7 +85,7 @@ def no_bonus(options: NoOptions, context: AddonContext) -> Addon:
     """Intrinsic reward 0 everywhere; nothing to learn."""
 
     def reward(state: Any, experience: Experience) -> tuple[Any, jax.Array, dict]:
-        return state, jnp.zeros(experience.action.shape, jnp.float32), {}
+        return state, jnp.zeros(experience.episode_end.shape, jnp.float32), {}
 
     return Addon(
         init=lambda key: (),

@@ -107,7 +107,9 @@ def e3b_loss(params: Any, minibatch: Experience, *, graphdef: Any) -> tuple[jax.
 
 def make_e3b(options: E3BOptions, context: AddonContext) -> Addon:
     def make_network(key):
-        return InverseDynamics.from_options(options, context.obs_shape, context.num_actions, key)
+        return InverseDynamics.from_options(
+            options, context.obs_shape, context.num_actions, key, context.action_dim
+        )
 
     graphdef, _ = nnx.split(nnx.eval_shape(lambda: make_network(jax.random.key(0))))
     tx = make_optimizer(context)

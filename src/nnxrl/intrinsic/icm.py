@@ -38,12 +38,16 @@ class ICMOptions(EmbeddingOptions):
 
 
 class ICMNetworks(nnx.Module):
-    def __init__(self, options: ICMOptions, obs_shape, num_actions: int, key: jax.Array):
+    def __init__(
+        self, options: ICMOptions, obs_shape, num_actions: int, key: jax.Array, action_dim: int = 0
+    ):
         embed_key, forward_key = jax.random.split(key)
         o = options
-        self.dynamics = InverseDynamics.from_options(o, obs_shape, num_actions, embed_key)
+        self.dynamics = InverseDynamics.from_options(
+            o, obs_shape, num_actions, embed_key, action_dim
+        )
         self.forward = MLP(
-            o.latent_size + num_actions,
+            o.latent_size + (action_dim or num_actions),
             o.latent_size,
             o.num_layers,
             o.width,
@@ -52,11 +56,15 @@ class ICMNetworks(nnx.Module):
             nnx.Rngs(params=forward_key),
         )
         self.num_actions = num_actions
+        self.continuous = action_dim > 0
 
     def forward_error(self, z: jax.Array, z_next: jax.Array, action: jax.Array) -> jax.Array:
-        """mean_d (f(z, a) - z')^2: [T, B]"""
-        one_hot = jax.nn.one_hot(action, self.num_actions, dtype=z.dtype)
-        predicted = self.forward(jnp.concatenate([z, one_hot], axis=-1))
+        """mean_d (f(z, a) - z')^2: [T, B]; a one-hot, or the continuous action itself"""
+        if self.continuous:
+            a = action.astype(z.dtype)
+        else:
+            a = jax.nn.one_hot(action, self.num_actions, dtype=z.dtype)
+        predicted = self.forward(jnp.concatenate([z, a], axis=-1))
         return jnp.mean(jnp.square(predicted - z_next), axis=-1)
 
 
@@ -102,7 +110,7 @@ def icm_loss(
 
 def make_icm(options: ICMOptions, context: AddonContext) -> Addon:
     def make_networks(key):
-        return ICMNetworks(options, context.obs_shape, context.num_actions, key)
+        return ICMNetworks(options, context.obs_shape, context.num_actions, key, context.action_dim)
 
     graphdef, _ = nnx.split(nnx.eval_shape(lambda: make_networks(jax.random.key(0))))
     tx = make_optimizer(context)

@@ -6,6 +6,12 @@
 over the steps that did not end an episode (there s_{t+1} belongs to another
 episode). phi only learns what the agent's actions control, so a bonus built on
 it ignores noise the agent cannot affect.
+
+Continuous actions (``action_dim`` D > 0): g predicts the action itself and
+L_inv = mean_t 1/2 mean_d (g(z_t, z_{t+1})_d - a_{t,d})^2, the Gaussian negative
+log-likelihood with unit variance up to a constant; the action is the policy's
+sample (before the env clips it). Its "accuracy" metric is then the R^2 of the
+prediction, 1 - MSE / Var(a).
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ class EmbeddingOptions:
 
 
 class InverseDynamics(nnx.Module):
-    """phi: obs -> [..., latent]; g: (z, z') -> action logits [..., A]."""
+    """phi: obs -> [..., latent]; g: (z, z') -> action logits [..., A] (or, for
+    continuous actions, the predicted action [..., D])."""
 
     def __init__(
         self,
@@ -51,15 +58,23 @@ class InverseDynamics(nnx.Module):
         activation: str,
         conv_features: Sequence[int],
         rngs: nnx.Rngs,
+        action_dim: int = 0,
     ):
         self.embed = ObservationMLP(
             obs_shape, latent_size, num_layers, width, activation, conv_features, rngs
         )
-        self.inverse = MLP(2 * latent_size, num_actions, num_layers, width, activation, 0.01, rngs)
+        self.continuous = action_dim > 0
+        outputs = action_dim or num_actions
+        self.inverse = MLP(2 * latent_size, outputs, num_layers, width, activation, 0.01, rngs)
 
     @classmethod
     def from_options(
-        cls, options: EmbeddingOptions, obs_shape: Sequence[int], num_actions: int, key
+        cls,
+        options: EmbeddingOptions,
+        obs_shape: Sequence[int],
+        num_actions: int,
+        key: jax.Array,
+        action_dim: int = 0,
     ) -> InverseDynamics:
         o = options
         return cls(
@@ -71,6 +86,7 @@ class InverseDynamics(nnx.Module):
             o.activation,
             o.conv_features,
             rngs=nnx.Rngs(params=key),
+            action_dim=action_dim,
         )
 
     def latents(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -81,8 +97,14 @@ class InverseDynamics(nnx.Module):
     def loss(
         self, z: jax.Array, z_next: jax.Array, action: jax.Array, keep: jax.Array
     ) -> tuple[jax.Array, jax.Array]:
-        """(L_inv, accuracy) over steps where ``keep`` [T, B] is true."""
+        """(L_inv, accuracy) over steps where ``keep`` [T, B] is true (continuous
+        actions: (L_inv, R^2), see the module docstring)."""
         logits = self.inverse(jnp.concatenate([z, z_next], axis=-1))
+        if self.continuous:  # action [T, B, D]: the predicted action is ``logits``
+            squared = jnp.mean(jnp.square(logits - action), axis=-1)
+            mse = masked_mean(squared, keep)
+            spread = jnp.mean(jnp.var(action.reshape(-1, action.shape[-1]), axis=0))
+            return 0.5 * mse, 1.0 - mse / jnp.maximum(spread, 1e-8)
         log_probs = jax.nn.log_softmax(logits)
         nll = -jnp.take_along_axis(log_probs, action[..., None], axis=-1)[..., 0]
         correct = (jnp.argmax(logits, axis=-1) == action).astype(jnp.float32)

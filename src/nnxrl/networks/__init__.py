@@ -2,7 +2,7 @@
 distributions."""
 
 from nnxrl.networks.actor_critic import ActorCritic
-from nnxrl.networks.distributions import Categorical, EpsilonGreedy
+from nnxrl.networks.distributions import Categorical, DiagGaussian, EpsilonGreedy, TanhGaussian
 from nnxrl.networks.factory import build_network
 from nnxrl.networks.q_network import (
     QNetwork,
@@ -15,6 +15,8 @@ from nnxrl.networks.recurrent import RecurrentActorCritic
 __all__ = [
     "ActorCritic",
     "Categorical",
+    "DiagGaussian",
+    "TanhGaussian",
     "EpsilonGreedy",
     "QNetwork",
     "RecurrentActorCritic",

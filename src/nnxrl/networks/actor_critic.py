@@ -14,12 +14,13 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nnxrl.networks.distributions import Categorical
+from nnxrl.networks.policy_head import PolicyHead
 from nnxrl.networks.torso import MLP, Encoder
 
 
 class ActorCritic(nnx.Module):
-    """pi(a|s) as a Categorical and V(s) [..., num_values], from two networks that
-    share nothing."""
+    """pi(a|s) (a Categorical, or a Gaussian for continuous actions: ``policy_head.py``)
+    and V(s) [..., num_values], from two networks that share nothing."""
 
     def __init__(
         self,
@@ -32,11 +33,14 @@ class ActorCritic(nnx.Module):
         rngs: nnx.Rngs,
         num_values: int = 1,
         layer_norm: bool = False,
+        head: PolicyHead | None = None,
     ):
         self.actor_encoder = Encoder(obs_shape, conv_features, activation, rngs)
         self.critic_encoder = Encoder(obs_shape, conv_features, activation, rngs)
         d = self.actor_encoder.out_features
-        self.actor = MLP(d, num_actions, num_layers, width, activation, 0.01, rngs, layer_norm)
+        self.policy = head or PolicyHead(num_actions, rngs)  # Categorical unless given
+        outputs = self.policy.outputs
+        self.actor = MLP(d, outputs, num_layers, width, activation, 0.01, rngs, layer_norm)
         self.critic = MLP(d, num_values, num_layers, width, activation, 1.0, rngs, layer_norm)
 
     # The recurrent interface, with an empty hidden state ([B, 0]): PPO drives both
@@ -62,4 +66,4 @@ class ActorCritic(nnx.Module):
 
     def __call__(self, obs: jax.Array) -> tuple[Categorical, jax.Array]:
         """[..., *obs_shape] -> (Categorical over [..., A], value [..., num_values])"""
-        return Categorical(self.actor(self.actor_encoder(obs))), self.value(obs)
+        return self.policy(self.actor(self.actor_encoder(obs))), self.value(obs)

@@ -1,10 +1,22 @@
-"""Action distributions over discrete actions: what a policy samples from.
+"""Action distributions: what a policy samples from.
 
-Categorical (an actor's): p_i = softmax(logits)_i;  log p(a) = logits_a -
-logsumexp(logits);  H = -sum_i p_i log p_i.  Shapes: logits [..., A], actions [...].
+Categorical (an actor's, discrete actions): p_i = softmax(logits)_i;  log p(a) =
+logits_a - logsumexp(logits);  H = -sum_i p_i log p_i.  Shapes: logits [..., A],
+actions [...].
 
 EpsilonGreedy (a Q-network's): with probability epsilon a uniformly random action,
 otherwise argmax_a Q(s, a).  Shapes: values [..., A], actions [...].
+
+DiagGaussian (an actor's, continuous actions): a ~ N(mu, diag(sigma^2)), sigma =
+exp(log_std);  log p(a) = -sum_d [ (a_d - mu_d)^2 / (2 sigma_d^2) + log sigma_d +
+log(2 pi) / 2 ];  H = sum_d [ log sigma_d + (1 + log(2 pi)) / 2 ].  Shapes: mean and
+log_std [..., D], actions [..., D].
+
+TanhGaussian (continuous actions squashed into [low, high]): u ~ N(mu, sigma^2),
+a = c + h tanh(u) with c = (high + low) / 2, h = (high - low) / 2;  log p(a) =
+log N(u) - sum_d log(h_d (1 - tanh(u_d)^2)) (change of variables), with u recovered
+as atanh((a - c) / h);  no closed-form entropy: ``entropy`` is the Gaussian's, the
+usual stand-in for PPO's entropy bonus.
 """
 
 from __future__ import annotations
@@ -13,6 +25,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 class Categorical(NamedTuple):
@@ -56,3 +69,70 @@ class EpsilonGreedy(NamedTuple):
     def mode(self) -> jax.Array:
         """[...] argmax_a Q(s, a) (greedy)."""
         return jnp.argmax(self.values, axis=-1).astype(jnp.int32)
+
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+class DiagGaussian(NamedTuple):
+    mean: jax.Array  # [..., D]
+    log_std: jax.Array  # [..., D] (broadcast to mean's shape)
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        """[..., D] mean + std * noise."""
+        noise = jax.random.normal(key, self.mean.shape, self.mean.dtype)
+        return self.mean + jnp.exp(self.log_std) * noise
+
+    def mode(self) -> jax.Array:
+        """[..., D] the mean (greedy)."""
+        return self.mean
+
+    def log_prob(self, action: jax.Array) -> jax.Array:
+        """[...] log N(action; mean, diag(std^2))."""
+        z = (action - self.mean) * jnp.exp(-self.log_std)
+        return -jnp.sum(0.5 * z * z + self.log_std + 0.5 * LOG_2PI, axis=-1)
+
+    def entropy(self) -> jax.Array:
+        """[...] sum_d log std_d + (1 + log 2 pi) / 2."""
+        log_std = jnp.broadcast_to(self.log_std, self.mean.shape)
+        return jnp.sum(log_std + 0.5 * (1.0 + LOG_2PI), axis=-1)
+
+
+class TanhGaussian(NamedTuple):
+    mean: jax.Array  # [..., D] of the Gaussian before squashing
+    log_std: jax.Array  # [..., D]
+    low: jax.Array  # [D] the action bounds
+    high: jax.Array  # [D]
+
+    # atanh is clipped this far inside (-1, 1): a squashed float32 sample can round to
+    # exactly +-1, whose pre-image is infinite
+    EDGE = 1e-6
+
+    @property
+    def base(self) -> DiagGaussian:
+        return DiagGaussian(self.mean, self.log_std)
+
+    def squash(self, u: jax.Array) -> jax.Array:
+        centre, half = (self.high + self.low) / 2, (self.high - self.low) / 2
+        return centre + half * jnp.tanh(u)
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        """[..., D] squashed Gaussian sample, inside [low, high]."""
+        return self.squash(self.base.sample(key))
+
+    def mode(self) -> jax.Array:
+        """[..., D] the squashed mean (greedy)."""
+        return self.squash(self.mean)
+
+    def log_prob(self, action: jax.Array) -> jax.Array:
+        """[...] log N(u) - sum_d log(h_d (1 - tanh(u_d)^2)), u = atanh((a - c) / h)."""
+        centre, half = (self.high + self.low) / 2, (self.high - self.low) / 2
+        y = jnp.clip((action - centre) / half, -1.0 + self.EDGE, 1.0 - self.EDGE)
+        u = jnp.arctanh(y)
+        # log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)), stable for large |u|
+        log_det = jnp.log(half) + 2.0 * (jnp.log(2.0) - u - jax.nn.softplus(-2.0 * u))
+        return self.base.log_prob(u) - jnp.sum(log_det, axis=-1)
+
+    def entropy(self) -> jax.Array:
+        """[...] the Gaussian's entropy before squashing (see the module docstring)."""
+        return self.base.entropy()

@@ -9,6 +9,7 @@ from flax import nnx
 
 from nnxrl.envs.base import EnvSpec
 from nnxrl.networks.actor_critic import ActorCritic
+from nnxrl.networks.policy_head import PolicyHead
 from nnxrl.networks.q_network import QNetwork, RecurrentQNetwork
 from nnxrl.networks.recurrent import RecurrentActorCritic
 
@@ -30,6 +31,13 @@ def build_network(
     critic outputs; PQN: a Q-network of the same kind with ``num_values`` rows of
     action values. ``network.layer_norm`` None means on for PQN, off for PPO."""
     layer_norm = network.layer_norm if network.layer_norm is not None else algo == "pqn"
+    rngs = nnx.Rngs(params=key)
+    extra = {}
+    if algo == "ppo":  # the actor's distribution, for the env's action space
+        options = dict(
+            log_std=network.log_std, squash=network.squash, init_log_std=network.init_log_std
+        )
+        extra["head"] = PolicyHead.for_env(spec, rngs, **options)
     return KINDS[algo, network.kind](
         spec.obs_shape,
         spec.num_actions,
@@ -37,7 +45,8 @@ def build_network(
         network.width,
         network.activation,
         network.conv_features,
-        rngs=nnx.Rngs(params=key),
+        rngs=rngs,
         num_values=num_values,
         layer_norm=layer_norm,
+        **extra,
     )

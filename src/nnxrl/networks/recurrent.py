@@ -17,6 +17,7 @@ from flax import nnx
 
 from nnxrl.networks.distributions import Categorical
 from nnxrl.networks.initializers import orthogonal
+from nnxrl.networks.policy_head import PolicyHead
 from nnxrl.networks.torso import ACTIVATIONS, MLP, Encoder, orthogonal_linear
 
 
@@ -72,11 +73,14 @@ class RecurrentActorCritic(nnx.Module):
         rngs: nnx.Rngs,
         num_values: int = 1,
         layer_norm: bool = False,
+        head: PolicyHead | None = None,
     ):
         self.encoder = Encoder(obs_shape, conv_features, activation, rngs)
         self.embed = orthogonal_linear(self.encoder.out_features, width, np.sqrt(2), rngs)
         self.core = GRU(width, width, rngs)
-        self.actor = MLP(width, num_actions, num_layers, width, activation, 0.01, rngs, layer_norm)
+        self.policy = head or PolicyHead(num_actions, rngs)  # Categorical unless given
+        outputs = self.policy.outputs
+        self.actor = MLP(width, outputs, num_layers, width, activation, 0.01, rngs, layer_norm)
         self.critic = MLP(width, num_values, num_layers, width, activation, 1.0, rngs, layer_norm)
         self.activation = ACTIVATIONS[activation]
         self.hidden_size = width
@@ -92,7 +96,7 @@ class RecurrentActorCritic(nnx.Module):
         [T, B, A], value [T, B, K])."""
         x = self.activation(self.embed(self.encoder(obs)))
         _, h = self.core(hidden[0], x, start)
-        return Categorical(self.actor(h)), self.critic(h)
+        return self.policy(self.actor(h)), self.critic(h)
 
     def step(
         self, hidden: jax.Array, obs: jax.Array, start: jax.Array
@@ -101,4 +105,4 @@ class RecurrentActorCritic(nnx.Module):
         (next hidden [B, H], Categorical over [B, A], value [B, K])."""
         x = self.activation(self.embed(self.encoder(obs[None])))
         hidden, h = self.core(hidden, x, start[None])
-        return hidden, Categorical(self.actor(h[0])), self.critic(h[0])
+        return hidden, self.policy(self.actor(h[0])), self.critic(h[0])
