@@ -214,3 +214,40 @@ def test_pendulum_four_seeds_reach_minus_250():
     returns = result.metrics["episode_return"]  # [seeds, updates]
     tail = returns[:, -max(1, returns.shape[1] // 20) :]
     assert np.nanmean(tail) >= -250, np.nanmean(tail, axis=1)
+
+
+def test_a_brax_ant_smoke_run_writes_finite_metrics(tmp_path, capsys):
+    """A few updates of the shipped Ant config, scaled down (skipped without the brax
+    extra; CI installs it)."""
+    pytest.importorskip("brax")
+    out = tmp_path / "ant"
+    overrides = [
+        "env.num_envs=8",
+        "ppo.num_steps=16",
+        "ppo.num_minibatches=4",
+        "ppo.num_epochs=2",
+        "total_env_steps=512",
+        "env.kwargs={backend: spring, episode_length: 24}",
+        "logging.backends=[]",
+    ]
+    args = ["train", str(ROOT / "configs/ppo-brax-ant.yaml"), "--out", str(out)]
+    assert main(args + sum((["--set", o] for o in overrides), [])) == 0
+    records = read_records(out / "metrics.jsonl")
+    assert [r["update"] for r in records] == [1, 2, 3, 4]
+    assert all(np.isfinite(r["loss/total"]) for r in records)
+    assert max(r["episode_count"] for r in records) > 0  # episodes end (a fall, or 24 steps)
+    policy = nnxrl.load_policy(out / "policy")
+    assert policy.env.id == "brax:ant" and policy.obs_moments is not None
+    actions, _ = policy.act(np.zeros((2, 27), np.float32), jax.random.key(0), greedy=True)
+    assert actions.shape == (2, 8)
+    gif = tmp_path / "ant.gif"  # drawn where OpenGL works, else a clear message
+    code = main(["render", str(out), "--out", str(gif)])
+    assert code == 0 or (code == 2 and "MuJoCo's OpenGL renderer" in capsys.readouterr().err)
+
+
+def test_brax_ids_are_checked_by_name():
+    pytest.importorskip("brax")
+    with pytest.raises(config_lib.ConfigError, match="did you mean brax:ant"):
+        config_lib.from_dict({"env": {"id": "brax:antt"}})
+    with pytest.raises(config_lib.ConfigError, match="env.kwargs.backend: 'bullet'"):
+        config_lib.from_dict({"env": {"id": "brax:ant", "kwargs": {"backend": "bullet"}}})

@@ -23,6 +23,7 @@ import numpy as np
 from flax import nnx
 
 from nnxrl.envs import CRAFTAX_IDS, make_env
+from nnxrl.envs.brax_env import PREFIX as BRAX_PREFIX
 from nnxrl.policy import Policy
 
 MOUNTAIN_CAR_GOALS = {"MountainCar-v0": 0.5, "MountainCarContinuous-v0": 0.45}
@@ -42,6 +43,8 @@ def frame_renderer(env_id: str, obs_shape: tuple[int, ...]) -> Callable[[Any, An
             from craftax.craftax.renderer import make_craftax_pixel_renderer
         render = jax.jit(make_craftax_pixel_renderer(16))
         return lambda state, obs: np.asarray(render(state)).clip(0, 255).astype(np.uint8)
+    if env_id.startswith(BRAX_PREFIX):
+        return brax_renderer(env_id)
     if env_id == "CartPole-v1":
         return lambda state, obs: draw_cartpole(state)
     if env_id == "Acrobot-v1":
@@ -57,6 +60,28 @@ def frame_renderer(env_id: str, obs_shape: tuple[int, ...]) -> Callable[[Any, An
         f"{', '.join(DRAWN_FROM_STATE)}, and any env whose observation is a grid "
         "(the MinAtar games, DeepSea, Catch, ...)"
     )
+
+
+def brax_renderer(env_id: str) -> Callable[[Any, Any], np.ndarray]:
+    """Brax's own renderer (MuJoCo's, through OpenGL: it needs a display, or EGL or
+    OSMesa with MUJOCO_GL set); a clear error where none can be made."""
+    from brax import envs
+    from brax.io import image
+
+    system = envs.get_environment(env_id.removeprefix(BRAX_PREFIX)).sys
+
+    def draw(state: Any, obs: Any) -> np.ndarray:
+        try:
+            return np.asarray(image.render_array(system, state.state.pipeline_state, 240, 320))
+        except Exception as e:  # mujoco.FatalError without an OpenGL context
+            raise ValueError(
+                f"nnxrl render: Brax draws {env_id} with MuJoCo's OpenGL renderer, which "
+                f"could not start here ({str(e).splitlines()[0][:120]}); on a machine with "
+                "a display, or with EGL/OSMesa and MUJOCO_GL=egl or osmesa, it renders. "
+                "`nnxrl eval` evaluates the policy without drawing"
+            ) from None
+
+    return draw
 
 
 def draw_cartpole(state: Any, size: tuple[int, int] = (240, 360)) -> np.ndarray:

@@ -1,5 +1,5 @@
 """Environments: ``make_env`` builds a batched, self-resetting env with episode
-statistics for any gymnax id or Craftax id."""
+statistics for any gymnax id, Craftax id or (with the brax extra) ``brax:<name>``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
+from nnxrl.envs.brax_env import PREFIX as BRAX_PREFIX
+from nnxrl.envs.brax_env import brax_available, brax_ids, make_brax_env
 from nnxrl.envs.craftax_env import CRAFTAX_IDS, make_craftax_env
 from nnxrl.envs.episode_stats import with_episode_statistics
 from nnxrl.envs.gymnax_env import gymnax_ids, make_gymnax_env, split_kwargs
@@ -46,7 +48,12 @@ def register_env(env_id: str, factory: Callable[..., VecEnv]) -> None:
 
 def known_env_ids() -> dict[str, list[str]]:
     """Known env ids by family."""
-    return {"gymnax": gymnax_ids(), "craftax": list(CRAFTAX_IDS), "registered": list(_REGISTERED)}
+    return {
+        "gymnax": gymnax_ids(),
+        "craftax": list(CRAFTAX_IDS),
+        "brax": brax_ids(),
+        "registered": list(_REGISTERED),
+    }
 
 
 def check_env_config(env: EnvConfig) -> None:
@@ -59,6 +66,9 @@ def check_env_config(env: EnvConfig) -> None:
     if env.id in families["craftax"]:
         if env.kwargs:
             raise ConfigError(f"env.kwargs: Craftax envs take no kwargs, got {env.kwargs}")
+        return
+    if env.id.startswith(BRAX_PREFIX):
+        check_brax_config(env, families["brax"])
         return
     if env.id in families["gymnax"]:
         if env.reset_ratio != 1:
@@ -78,6 +88,29 @@ def check_env_config(env: EnvConfig) -> None:
     raise ConfigError(f"env.id: unknown environment {env.id!r}{hint} Known families: {listing}")
 
 
+def check_brax_config(env: EnvConfig, ids: list[str]) -> None:
+    if not brax_available():
+        raise ConfigError(
+            f"env.id: {env.id!r} needs the brax package, an optional extra: install it with "
+            "`uv sync --extra brax`"
+        )
+    if env.id not in ids:
+        close = difflib.get_close_matches(env.id, ids, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ConfigError(f"env.id: unknown Brax environment {env.id!r}{hint} Known: {ids}")
+    if env.reset_ratio != 1:
+        raise ConfigError(f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only")
+    backend = env.kwargs.get("backend", "spring")
+    if backend not in ("spring", "positional", "generalized", "mjx"):
+        raise ConfigError(
+            f"env.kwargs.backend: {backend!r} is not a Brax pipeline; choose spring, "
+            "positional, generalized or mjx"
+        )
+    length = env.kwargs.get("episode_length", 1000)
+    if not isinstance(length, int) or isinstance(length, bool) or length < 1:
+        raise ConfigError(f"env.kwargs.episode_length: expected a positive integer, got {length!r}")
+
+
 def is_continuous(env: EnvConfig) -> bool:
     """Whether the env ``env`` names takes continuous actions (without building its
     batch: gymnax's action space; Craftax never; a registered env by its spec)."""
@@ -85,6 +118,8 @@ def is_continuous(env: EnvConfig) -> bool:
         return env_spec(env).continuous
     if env.id in CRAFTAX_IDS:
         return False
+    if env.id.startswith(BRAX_PREFIX):
+        return True
     import gymnax
 
     from nnxrl.envs.gymnax_env import action_bounds
@@ -106,6 +141,8 @@ def make_env(env: EnvConfig) -> VecEnv:
         vec = _REGISTERED[env.id](env.num_envs, **env.kwargs)
     elif env.id in CRAFTAX_IDS:
         vec = make_craftax_env(env.id, env.num_envs, env.reset_ratio)
+    elif env.id.startswith(BRAX_PREFIX):
+        vec = make_brax_env(env.id, env.num_envs, **env.kwargs)
     else:
         vec = make_gymnax_env(env.id, env.num_envs, **env.kwargs)
     return with_episode_statistics(vec)
