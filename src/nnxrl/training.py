@@ -161,10 +161,11 @@ def run_training(
             if outcome.kind == "finished" and out_dir is not None:
                 # every process takes part in both (collectives); process 0 writes
                 params = host_copy(outcome.state.params)
-                obs_moments = host_copy(outcome.state.normalizer).obs
+                # ppo.normalize_obs: the observation moments go with the policy (else ())
+                obs_moments = host_copy(getattr(outcome.state.normalizer, "obs", ()))
                 export_policy(config, out_dir, params, best, obs_moments)
                 if main and config.logging.log_video:
-                    attach_episode(config, out_dir, params, logger, quiet, best)
+                    attach_episode(config, out_dir, params, logger, quiet, best, obs_moments)
             status = {"finished": "finished", "stopped": "killed"}.get(outcome.kind, "failed")
         except KeyboardInterrupt:  # a second Ctrl-C: stop at once
             status = "killed"
@@ -265,6 +266,7 @@ def attach_episode(
     logger: Any,
     quiet: bool,
     setting: int | None = None,
+    obs_moments: Any = None,
 ) -> None:
     """logging.log_video: one greedy episode of seed 0 (of a sweep's best ``setting``) to
     ``out_dir/episode.gif``, handed to the backends that keep files. An env without a
@@ -275,7 +277,7 @@ def attach_episode(
     from nnxrl.render import render_episode
 
     path = out_dir / "episode.gif"
-    policy = setting_policy(config, params, setting)
+    policy = setting_policy(config, params, setting, obs_moments)
     try:
         info = render_episode(policy, 0, path, jax.random.key(config.seed), greedy=True)
     except ValueError as e:  # no renderer for this env
