@@ -5,7 +5,8 @@ several seeds exercise the seed-sharded path.
 
 The suite runs in two pytest-xdist workers (pyproject's addopts). A test marked
 ``timed`` signals or kills a process at a chosen moment of its run; another test
-running beside it would move that moment, so it runs alone: every test holds a
+running beside it would move that moment (as would one beside a test that frees a full
+disk on a timer), so it runs alone: every test holds a
 shared lock on one file while it runs, a ``timed`` test an exclusive one.
 """
 

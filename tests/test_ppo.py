@@ -111,7 +111,7 @@ def test_each_step_bootstraps_from_the_value_of_its_own_final_observation(kind):
     config, ppo = build("env.kwargs={max_steps_in_episode: 6}", f"network.kind={kind}")
     s = ppo.update.keywords["s"]
     state = jax.jit(ppo.init)(jax.random.key(0))
-    _, t, _ = jax.jit(partial(collect_rollout, s=s))(state)
+    _, t, _, _ = jax.jit(partial(collect_rollout, s=s))(state)
     final, value = np.asarray(t.final_value[:-1, :, 0]), np.asarray(t.value[1:, :, 0])
     ended = np.asarray(t.terminated | t.truncated)[:-1]
     assert ended.any() and (~ended).any()

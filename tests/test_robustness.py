@@ -304,6 +304,7 @@ def test_a_damaged_checkpoint_prints_no_tracebacks_from_the_reader(reference, tm
 # -- storage faults ----------------------------------------------------------------------
 
 
+@pytest.mark.timed
 def test_a_brief_disk_full_is_retried_and_loses_nothing(reference, small_disk, monkeypatch, capfd):
     filled = fill_at_update(monkeypatch, small_disk, update=20, free_after=1.0)
     out = small_disk / "run"

@@ -46,19 +46,18 @@ def register_env(env_id: str, factory: Callable[..., VecEnv]) -> None:
     _REGISTERED[env_id] = factory
 
 
-def known_env_ids() -> dict[str, list[str]]:
-    """Known env ids by family."""
-    return {
-        "gymnax": gymnax_ids(),
-        "craftax": list(CRAFTAX_IDS),
-        "brax": brax_ids(),
-        "registered": list(_REGISTERED),
-    }
+def known_env_ids(with_brax: bool = True) -> dict[str, list[str]]:
+    """Known env ids by family (Brax's only ``with_brax``: listing them imports brax,
+    which takes seconds, so checking a non-Brax id does not)."""
+    families = {"gymnax": gymnax_ids(), "craftax": list(CRAFTAX_IDS)}
+    if with_brax:
+        families["brax"] = brax_ids()
+    return {**families, "registered": list(_REGISTERED)}
 
 
 def check_env_config(env: EnvConfig) -> None:
     """Raise ConfigError for an unknown id or an option the env's family lacks."""
-    families = known_env_ids()
+    families = known_env_ids(with_brax=False)
     if env.id in _REGISTERED:
         if env.reset_ratio != 1:
             raise ConfigError(f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only")
@@ -68,7 +67,7 @@ def check_env_config(env: EnvConfig) -> None:
             raise ConfigError(f"env.kwargs: Craftax envs take no kwargs, got {env.kwargs}")
         return
     if env.id.startswith(BRAX_PREFIX):
-        check_brax_config(env, families["brax"])
+        check_brax_config(env, brax_ids())
         return
     if env.id in families["gymnax"]:
         if env.reset_ratio != 1:
@@ -81,6 +80,7 @@ def check_env_config(env: EnvConfig) -> None:
         except ValueError as e:
             raise ConfigError(str(e)) from None
         return
+    families = known_env_ids()  # an unknown id: list every family, Brax's too
     every = [i for ids in families.values() for i in ids]
     close = difflib.get_close_matches(env.id, every, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]}?" if close else ""
