@@ -1,5 +1,9 @@
 """Shared test settings.
 
+Learning checks train from ``seed`` = ``NNXRL_TEST_SEED_OFFSET`` (default 0), so that
+a claim can be checked at other seeds too (``NNXRL_TEST_SEED_OFFSET=1000 uv run
+pytest -m learning``): it must hold at any offset, not for one trajectory.
+
 Tests see two CPU devices, as the CLI does on a 2-core machine, so that runs with
 several seeds exercise the seed-sharded path.
 
@@ -13,6 +17,7 @@ shared lock on one file while it runs, a ``timed`` test an exclusive one.
 from __future__ import annotations
 
 import fcntl
+import os
 
 import pytest
 
@@ -32,3 +37,15 @@ def one_timed_test_at_a_time(request, tmp_path_factory):
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def seed_offset() -> int:
+    """The first seed of a learning check (see the module docstring)."""
+    text = os.environ.get("NNXRL_TEST_SEED_OFFSET", "0")
+    try:
+        return int(text)
+    except ValueError:
+        raise pytest.UsageError(
+            f"NNXRL_TEST_SEED_OFFSET={text!r}: expected a non-negative integer"
+        ) from None

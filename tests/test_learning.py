@@ -1,4 +1,11 @@
-"""Learning checks (marked ``learning``; CI runs them too)."""
+"""Learning checks (marked ``learning``; CI runs them too).
+
+Each asserts what a researcher would claim from several seeds trained in one program:
+a mean over seeds with a margin, or that k of n seeds succeed, never one seed's
+trajectory (another CPU or a newer dependency changes the floats, and a chaotic run
+then takes another path). Each is checked at a second seed offset too
+(``NNXRL_TEST_SEED_OFFSET``, conftest.py).
+"""
 
 import json
 
@@ -8,91 +15,88 @@ import pytest
 from nnxrl.cli import main
 
 
+def train_records(out, config, overrides, seed_offset):
+    args = ["train", config, "--out", str(out), "--set", f"seed={seed_offset}"]
+    overrides = ["logging.backends=[]", *overrides]
+    assert main(args + sum((["--set", s] for s in overrides), [])) == 0
+    return [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+
+
 @pytest.mark.learning
 @pytest.mark.parametrize("algo", ["ppo", "pqn"])
-def test_cartpole_four_seeds_in_one_program_solve_it(tmp_path, algo):
-    args = ["train", f"configs/{algo}-cartpole.yaml", "--out", str(tmp_path)]
-    assert main(args + ["--set", "num_seeds=4", "--set", "logging.backends=[]"]) == 0
-    records = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+def test_cartpole_four_seeds_in_one_program_solve_it(tmp_path, algo, seed_offset):
+    """The mean return of the last 5 % of updates: over 475 (of 500) averaged over 4
+    seeds, and over 450 for at least 3 of them."""
+    records = train_records(tmp_path, f"configs/{algo}-cartpole.yaml", ["num_seeds=4"], seed_offset)
     num_updates = max(r["update"] for r in records)
     tail = num_updates - int(0.05 * num_updates)
+    finals = []
     for seed in range(4):
         returns = [
             r["episode_return"]
             for r in records
             if r["seed"] == seed and r["update"] > tail and r["episode_return"] is not None
         ]
-        assert returns and np.mean(returns) >= 475, (seed, np.mean(returns))
+        finals.append(np.mean(returns) if returns else 0.0)
+    assert np.mean(finals) >= 475 and sum(f >= 450 for f in finals) >= 3, finals
 
 
-def deepsea_returns(tmp_path, name, overrides, config="configs/rnd-deepsea.yaml"):
-    out = tmp_path / name
-    args = ["train", config, "--out", str(out), "--set", "logging.backends=[]"]
-    assert main(args + sum((["--set", s] for s in overrides), [])) == 0
-    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+def best_returns(records) -> np.ndarray:
+    """Each seed's best update-mean return over the run."""
     by_seed = {}
     for r in records:
         by_seed.setdefault(r["seed"], []).append(r["episode_return"] or 0.0)
-    return by_seed
+    return np.asarray([max(v) for _, v in sorted(by_seed.items())])
 
 
 @pytest.mark.learning
-def test_rnd_finds_deepsea_treasure_that_plain_ppo_never_reaches(tmp_path):
-    ppo = deepsea_returns(tmp_path, "ppo", ["intrinsic.addon=none", "intrinsic.options={}"])
-    rnd = deepsea_returns(tmp_path, "rnd", [])
-    assert len(ppo) == len(rnd) == 2
-    for seed in ppo:
-        # the treasure pays 1 (minus move costs); plain PPO learns to stop paying them
-        assert max(ppo[seed]) < 0.5, (seed, max(ppo[seed]))
-        assert np.mean(ppo[seed][-10:]) <= 0.0
-        # RND reaches it and then goes there every episode
-        assert max(rnd[seed]) > 0.9, seed
-        assert np.mean(rnd[seed][-10:]) > 0.9, (seed, rnd[seed][-10:])
+def test_rnd_finds_deepsea_treasure_that_plain_ppo_never_reaches(tmp_path, seed_offset):
+    """DeepSea's treasure pays 1 (minus move costs) at the end of one exact path. Over
+    12 seeds, plain PPO reaches it in none; RND in at least 2 (measured: 14 of 24 seeds
+    over offsets 0, 1000, 2000; at that rate 2 of 12 fails about once in 200 runs)."""
+    config, seeds = "configs/rnd-deepsea.yaml", "num_seeds=12"
+    plain = ["intrinsic.addon=none", "intrinsic.options={}", seeds]
+    ppo = best_returns(train_records(tmp_path / "ppo", config, plain, seed_offset))
+    rnd = best_returns(train_records(tmp_path / "rnd", config, [seeds], seed_offset))
+    assert len(ppo) == len(rnd) == 12
+    assert np.all(ppo < 0.5), ppo
+    assert np.sum(rnd > 0.9) >= 2, rnd
 
 
 @pytest.mark.learning
-def test_pqn_with_rnd_finds_deepsea_treasure_that_plain_pqn_never_reaches(tmp_path):
+def test_pqn_with_rnd_finds_deepsea_treasure_that_plain_pqn_never_reaches(tmp_path, seed_offset):
+    """Every step right costs, so only the treasure makes an update's mean return
+    positive: over 4 seeds plain PQN never has one, PQN + RND in at least 2."""
     config = "configs/pqn-rnd-deepsea.yaml"
     plain = ["intrinsic.addon=none", "intrinsic.options={}", "intrinsic.mode=reward"]
-    pqn = deepsea_returns(tmp_path, "pqn", plain, config)
-    rnd = deepsea_returns(tmp_path, "rnd", [], config)
-    assert len(pqn) == len(rnd) == 2
-    for seed in pqn:
-        # every step right costs; only the treasure makes an update's mean return positive
-        assert max(pqn[seed]) <= 0.0, (seed, max(pqn[seed]))
-        assert max(rnd[seed]) > 0.0, (seed, max(rnd[seed]))
+    pqn = best_returns(
+        train_records(tmp_path / "pqn", config, [*plain, "num_seeds=4"], seed_offset)
+    )
+    rnd = best_returns(train_records(tmp_path / "rnd", config, ["num_seeds=4"], seed_offset))
+    assert np.all(pqn <= 0.0), pqn
+    assert np.sum(rnd > 0.0) >= 2, rnd
 
 
-def mean_final_returns(tmp_path, name, overrides, config="configs/ppo-rnn-memorychain.yaml"):
-    out = tmp_path / name
-    args = ["train", config, "--out", str(out)]
-    overrides = ["logging.backends=[]", *overrides]
-    assert main(args + sum((["--set", s] for s in overrides), [])) == 0
-    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+def final_returns(records) -> np.ndarray:
+    """Each seed's mean return over its last 10 updates."""
     last = max(r["update"] for r in records)
     by_seed = {}
     for r in records:
         if r["update"] > last - 10 and r["episode_return"] is not None:
             by_seed.setdefault(r["seed"], []).append(r["episode_return"])
-    return {seed: float(np.mean(v)) for seed, v in by_seed.items()}
+    return np.asarray([np.mean(v) for _, v in sorted(by_seed.items())])
 
 
 @pytest.mark.learning
-def test_recurrent_ppo_remembers_what_feed_forward_ppo_cannot(tmp_path):
-    gru = mean_final_returns(tmp_path, "gru", [])
-    mlp = mean_final_returns(tmp_path, "mlp", ["network.kind=feedforward"])
-    assert len(gru) == len(mlp) == 2
-    for seed in gru:
-        assert gru[seed] > 0.9, (seed, gru[seed])  # +1 is a perfect answer
-        assert abs(mlp[seed]) < 0.3, (seed, mlp[seed])  # chance: 0
-
-
-@pytest.mark.learning
-def test_recurrent_pqn_remembers_what_feed_forward_pqn_cannot(tmp_path):
-    config = "configs/pqn-rnn-memorychain.yaml"
-    gru = mean_final_returns(tmp_path, "gru", [], config)
-    mlp = mean_final_returns(tmp_path, "mlp", ["network.kind=feedforward"], config)
-    assert len(gru) == len(mlp) == 2
-    for seed in gru:
-        assert gru[seed] > 0.9, (seed, gru[seed])
-        assert abs(mlp[seed]) < 0.3, (seed, mlp[seed])
+@pytest.mark.parametrize("algo", ["ppo", "pqn"])
+def test_recurrent_networks_remember_what_feed_forward_ones_cannot(tmp_path, algo, seed_offset):
+    """MemoryChain: +1 for repeating a bit seen five steps earlier, -1 otherwise. Over
+    4 seeds a GRU averages over 0.8 and at least 3 seeds exceed 0.8; a feed-forward
+    network stays at chance (|mean| < 0.3)."""
+    config = f"configs/{algo}-rnn-memorychain.yaml"
+    gru = final_returns(train_records(tmp_path / "gru", config, ["num_seeds=4"], seed_offset))
+    mlp_overrides = ["network.kind=feedforward", "num_seeds=4"]
+    mlp = final_returns(train_records(tmp_path / "mlp", config, mlp_overrides, seed_offset))
+    assert len(gru) == len(mlp) == 4
+    assert np.mean(gru) > 0.8 and np.sum(gru > 0.8) >= 3, gru
+    assert abs(np.mean(mlp)) < 0.3, mlp

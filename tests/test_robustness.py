@@ -16,7 +16,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -108,17 +107,20 @@ def fill(disk: Path) -> Path:
     return filler
 
 
-def fill_at_update(monkeypatch, disk: Path, update: int, free_after: float | None) -> list:
+def fill_at_update(monkeypatch, disk: Path, update: int, free_on_retry: bool) -> list:
     """From the metrics writer's own thread: fill ``disk`` just before the records of
-    ``update`` are written, and free it again ``free_after`` seconds later."""
+    ``update`` are written and, with ``free_on_retry``, free it when the writer retries
+    after that write failed (so the moment depends on no timer)."""
     original = JsonlBackend._append_once
     filled: list = []
+    attempts: list = []
 
     def append_once(self, name, data):
         if not filled and json.loads(data.split(b"\n", 1)[0])["update"] >= update:
             filled.append(fill(disk))
-            if free_after is not None:
-                threading.Timer(free_after, filled[0].unlink).start()
+        elif filled and free_on_retry and not attempts:
+            attempts.append(name)
+            filled[0].unlink()  # the write after the fill failed; this is its retry
         return original(self, name, data)
 
     monkeypatch.setattr(JsonlBackend, "_append_once", append_once)
@@ -304,9 +306,8 @@ def test_a_damaged_checkpoint_prints_no_tracebacks_from_the_reader(reference, tm
 # -- storage faults ----------------------------------------------------------------------
 
 
-@pytest.mark.timed
 def test_a_brief_disk_full_is_retried_and_loses_nothing(reference, small_disk, monkeypatch, capfd):
-    filled = fill_at_update(monkeypatch, small_disk, update=20, free_after=1.0)
+    filled = fill_at_update(monkeypatch, small_disk, update=20, free_on_retry=True)
     out = small_disk / "run"
     run_training(config_lib.load(CARTPOLE, RUN), out, quiet=True)
     assert filled, "the disk was never filled"
@@ -318,7 +319,7 @@ def test_a_lasting_disk_full_stops_the_run_which_then_resumes_exactly(
     reference, small_disk, monkeypatch, capsys
 ):
     monkeypatch.setattr(JsonlBackend, "retry_seconds", 0.5)
-    filler = fill_at_update(monkeypatch, small_disk, update=20, free_after=None)
+    filler = fill_at_update(monkeypatch, small_disk, update=20, free_on_retry=False)
     out = small_disk / "run"
     assert main(["train", CARTPOLE, "--out", str(out)] + sets(RUN)) == 4
     err = capsys.readouterr().err

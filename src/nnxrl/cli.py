@@ -215,16 +215,22 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from contextlib import nullcontext
     from pathlib import Path
 
+    from nnxrl import own_files, run_lock
     from nnxrl.policy import policy_from_checkpoint, save_policy
     from nnxrl.run_dir import ensure_writable_dir
     from nnxrl.sweep_report import setting_run_dir
 
     run = setting_run_dir(args.run, args.setting)
-    out = ensure_writable_dir(args.out or Path(args.run) / "policy", "--out")
-    policy = policy_from_checkpoint(run, args.step, args.setting)
-    out = save_policy(out, policy)
+    out = Path(args.out or Path(args.run) / "policy")
+    own_files.check_replaceable(out, "--out")  # before anything is written
+    ensure_writable_dir(out.parent, "--out")
+    inside = out.parent.resolve() == Path(args.run).resolve()  # the run's own policy
+    with run_lock.hold(args.run, "export") if inside else nullcontext():
+        policy = policy_from_checkpoint(run, args.step, args.setting)
+        out = save_policy(out, policy)
     of = "" if policy.setting is None else f" of setting {policy.setting}"
     print(f"wrote the policy of {policy.num_seeds} seed(s){of} to {out}")
     return 0

@@ -766,7 +766,10 @@ def saved_dict(config: Config) -> dict:
 
 
 def dump(config: Config, path: str | Path) -> None:
-    Path(path).write_text(yaml.safe_dump(saved_dict(config), sort_keys=False))
+    """Write the config as a run records it, whole or not at all (StorageError)."""
+    from nnxrl import own_files
+
+    own_files.write_text(path, yaml.safe_dump(saved_dict(config), sort_keys=False))
 
 
 def describe(cls: type = Config, prefix: str = "") -> list[tuple[str, str, str]]:

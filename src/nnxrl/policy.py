@@ -23,7 +23,7 @@ import yaml
 from flax import nnx
 
 from nnxrl import config as config_lib
-from nnxrl import schema
+from nnxrl import own_files, schema
 from nnxrl.algos.normalization import observe
 from nnxrl.config import EnvConfig, NetworkConfig
 from nnxrl.envs import check_env_config, env_spec
@@ -189,11 +189,20 @@ def _key_name(key: Any) -> str:
 
 
 def save_policy(directory: str | Path, policy: Policy) -> Path:
-    """Write ``policy`` to ``directory`` (see the module docstring). In a multi-process
-    run every process calls this (Orbax synchronises them) and process 0 writes."""
+    """Write ``policy`` to ``directory`` (see the module docstring): into a folder
+    beside it, renamed into place once whole, and only over an empty directory or a
+    policy saved before (``own_files.check_replaceable``; a ConfigError otherwise). In
+    a multi-process run every process calls this (Orbax synchronises them) and process
+    0 writes."""
+    import shutil
+
     import orbax.checkpoint as ocp
 
-    directory = Path(directory).resolve()
+    own_files.check_replaceable(directory, "the policy's directory")
+    directory = Path(directory).parent.resolve() / Path(directory).name
+    written = directory.with_name(f".{directory.name}.partial")
+    if jax.process_count() == 1:
+        shutil.rmtree(written, ignore_errors=True)  # what a killed export left
     spec = {
         "env": schema.to_dict(policy.env),
         "network": schema.to_dict(policy.network),
@@ -211,9 +220,10 @@ def save_policy(directory: str | Path, policy: Policy) -> Path:
         moments = jax.device_get(policy.obs_moments)
         arrays.update({f"{MOMENTS_PREFIX}{k}": np.asarray(getattr(moments, k)) for k in MOMENTS})
     with ocp.StandardCheckpointer() as checkpointer:
-        checkpointer.save(directory / "params", arrays, force=True)
+        checkpointer.save(written / "params", arrays, force=True)
     if jax.process_index() == 0:
-        (directory / "policy.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+        own_files.write_text(written / "policy.yaml", yaml.safe_dump(spec, sort_keys=False))
+        own_files.replace_directory(directory, written)
     return directory
 
 

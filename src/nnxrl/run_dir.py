@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from nnxrl import checkpoint
+from nnxrl import checkpoint, own_files
 from nnxrl import config as config_lib
-from nnxrl.errors import NonFiniteError
-from nnxrl.logging.jsonl import RECORD_FILES, last_complete_update, truncate_after
+from nnxrl.errors import NonFiniteError, StorageError
+from nnxrl.logging import members_of
+from nnxrl.logging.jsonl import RECORD_FILES, RecordOrder, records_in_order, truncate_after
 
 NONFINITE_FILE = "nonfinite.json"  # written when a NaN/inf stopped the run
+RUN_FILE = "run.json"  # the config a run started with, which a resume must match
 
 
 @dataclass(frozen=True)
@@ -97,13 +100,14 @@ def prepare(
 ) -> StartPoint:
     """Check ``out_dir`` for a fresh run or find where a resumed one starts (see the
     module docstring), trimming the record files to it."""
+    own_files.refuse_links(out_dir)
     if not resume:
         if holds_run(out_dir):
             raise config_lib.ConfigError(
                 f"--out: {out_dir} already holds a run; continue it with "
                 f"`nnxrl train --resume {out_dir}` or choose another directory"
             )
-        truncate_after(out_dir, 0)  # what a failed start may have left
+        truncate_after(out_dir, 0, config.num_members)  # what a failed start may have left
         return StartPoint(0, None)
     saved = checkpoint.available(out_dir)
     if step is not None and step not in saved:
@@ -116,10 +120,13 @@ def prepare(
     if newest is not None:
         meta = checkpoint.load_meta(out_dir, newest)
         check_same_config(out_dir, meta["config"], config)
-        rewritten = restore_unrecorded(out_dir, meta)
+        rewritten = restore_unrecorded(out_dir, meta, config.num_members)
     else:
-        check_same_config(out_dir, yaml.safe_load((out_dir / "config.yaml").read_text()), config)
-    logged = last_complete_update(out_dir / "metrics.jsonl", config.num_members)
+        check_same_config(out_dir, started_config(out_dir), config)
+    order = records_in_order(out_dir / "metrics.jsonl", members_of(config))
+    logged = order.last
+    if order.problem is not None:
+        check_repairable(out_dir, order, newest if newest is not None else 0)
     usable = [u for u in saved if u <= logged and (step is None or u == step)]
     if step is not None and not usable:
         raise checkpoint.CheckpointError(
@@ -135,10 +142,66 @@ def prepare(
             f"{config.num_updates} updates); a resumed run continues the same run, it does "
             "not extend it (total_env_steps sets the learning-rate schedule)"
         )
-    truncate_after(out_dir, update)
+    truncate_after(out_dir, update, config.num_members)
     run_id_file = out_dir / "mlflow_run_id"
     run_id = run_id_file.read_text().strip() if run_id_file.exists() else None
     return StartPoint(update, run_id or None)
+
+
+def write_config(config: config_lib.Config, out_dir: Path, fresh: bool) -> None:
+    """config.yaml (the config as this start of the run reads it) and, when the run
+    starts (or predates it), run.json: the config it started with, which every resume
+    is checked against, also when config.yaml was edited since."""
+    config_lib.dump(config, out_dir / "config.yaml")
+    if fresh or not (out_dir / RUN_FILE).is_file():
+        manifest = {"config": config_lib.saved_dict(config), "nnxrl": nnxrl_version()}
+        own_files.write_text(out_dir / RUN_FILE, json.dumps(manifest, indent=1))
+
+
+def nnxrl_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nnxrl")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def check_repairable(out_dir: Path, order: RecordOrder, newest: int) -> None:
+    """metrics.jsonl is out of order at ``order.line``: the resume at ``newest`` (a
+    checkpoint, or 0 for none) rewrites what follows the last update in order; a
+    problem before ``newest`` would lose updates that only the records hold, so it is
+    refused, naming the line and the checkpoints that would repair it."""
+    where = f"{out_dir / 'metrics.jsonl'}, line {order.line}"
+    if newest <= order.last:
+        print(
+            f"nnxrl: {where}: {order.problem}; the records after update {newest} are "
+            "rewritten from the checkpoint there",
+            file=sys.stderr,
+            flush=True,
+        )
+        return
+    earlier = [u for u in checkpoint.available(out_dir) if u <= order.last]
+    choice = (
+        f"resume from an earlier checkpoint that comes before it with `nnxrl train --resume "
+        f"{out_dir} --step {earlier[-1]}` (it rewrites the records after it)"
+        if earlier
+        else "no checkpoint comes before it"
+    )
+    raise config_lib.ConfigError(
+        f"{where}: {order.problem}. The records are in order only through update "
+        f"{order.last}, before the newest checkpoint (update {newest}); {choice}, or "
+        "repair the file (were the records edited, or did two runs write here?)"
+    )
+
+
+def started_config(out_dir: Path) -> dict:
+    """The config a run started with: run.json's (written once, when it started), or
+    config.yaml's for a run from before run.json."""
+    manifest = out_dir / RUN_FILE
+    if manifest.is_file():
+        return json.loads(manifest.read_text())["config"]
+    return yaml.safe_load((out_dir / "config.yaml").read_text())
 
 
 def check_same_config(out_dir: Path, saved: dict, config: config_lib.Config) -> None:
@@ -151,14 +214,14 @@ def check_same_config(out_dir: Path, saved: dict, config: config_lib.Config) -> 
         )
 
 
-def restore_unrecorded(out_dir: Path, meta: dict) -> bool:
+def restore_unrecorded(out_dir: Path, meta: dict, num_members: int) -> bool:
     """Write back the records a checkpoint holds because metrics.jsonl could not be
     written when it was taken (``meta['unrecorded']``), so the files reach its update.
     Returns whether there were any."""
     held = meta.get("unrecorded")
     if not held:
         return False
-    truncate_after(out_dir, held["recorded_through"])
+    truncate_after(out_dir, held["recorded_through"], num_members)
     for name in RECORD_FILES:
         with (out_dir / name).open("a") as f:
             f.writelines(line + "\n" for line in held[name])
@@ -168,8 +231,10 @@ def restore_unrecorded(out_dir: Path, meta: dict) -> bool:
 def mark_nonfinite(out_dir: Path, update: int, failure: str) -> None:
     """Note that the run stopped on a NaN/inf after ``update`` (its last good state)."""
     try:
-        (out_dir / NONFINITE_FILE).write_text(json.dumps({"update": update, "failure": failure}))
-    except OSError:  # the message on the console says it all the same
+        own_files.write_text(
+            out_dir / NONFINITE_FILE, json.dumps({"update": update, "failure": failure})
+        )
+    except StorageError:  # the message on the console says it all the same
         pass
 
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from nnxrl import checkpoint, run_dir
+from nnxrl import checkpoint, run_dir, run_lock
 from nnxrl import config as config_lib
 from nnxrl.devices import is_main_process
 from nnxrl.stop import Stopped
@@ -58,16 +57,31 @@ def train_groups(
     see the module docstring); returns the RunResult of each group trained now (a
     resumed sweep skips finished groups). Ends early by raising as ``run_one`` does
     (Ctrl-C: the stopped group resumes with the rest)."""
+    if out_dir is None:
+        return train_parts(config, None, run_one, quiet, resume, stop_after, extra_backends)
+    out_dir = run_dir.ensure_writable_dir(out_dir, "--out")
+    with run_lock.hold(out_dir) if is_main_process() else nullcontext():
+        prepare(config, out_dir, resume)
+        return train_parts(config, out_dir, run_one, quiet, resume, stop_after, extra_backends)
+
+
+def train_parts(
+    config: config_lib.Config,
+    out_dir: Path | None,
+    run_one: Callable[..., Any],
+    quiet: bool,
+    resume: bool,
+    stop_after: int | None,
+    extra_backends: tuple,
+) -> list[Any]:
+    """``train_groups`` once the sweep's directory is prepared (and locked)."""
     from nnxrl.logging.mlflow_tracker import local_store_uri
 
     parts = group_configs(config)
-    if out_dir is not None:
-        out_dir = run_dir.ensure_writable_dir(out_dir, "--out")
-        prepare(config, out_dir, resume)
-        if config.logging.mlflow_tracking_uri is None:  # the groups share the runs' store
-            uri = local_store_uri(out_dir)
-            logging = dataclasses.replace(config.logging, mlflow_tracking_uri=uri)
-            parts = [(v, dataclasses.replace(c, logging=logging)) for v, c in parts]
+    if out_dir is not None and config.logging.mlflow_tracking_uri is None:
+        uri = local_store_uri(out_dir)  # the groups share the runs' store
+        logging = dataclasses.replace(config.logging, mlflow_tracking_uri=uri)
+        parts = [(v, dataclasses.replace(c, logging=logging)) for v, c in parts]
     say = not quiet and is_main_process()
     keys = ", ".join(untraced_keys(config.sweep, config.algo))
     if say:
@@ -115,7 +129,7 @@ def prepare(config: config_lib.Config, out_dir: Path, resume: bool) -> None:
             raise config_lib.ConfigError(
                 f"--resume: {out_dir} is not a run directory (no config.yaml)"
             )
-        run_dir.check_same_config(out_dir, yaml.safe_load(saved.read_text()), config)
+        run_dir.check_same_config(out_dir, run_dir.started_config(out_dir), config)
         return
     if saved.exists() or any(out_dir.glob(f"{GROUP_PREFIX}*")):
         raise config_lib.ConfigError(
@@ -123,7 +137,7 @@ def prepare(config: config_lib.Config, out_dir: Path, resume: bool) -> None:
             f"`nnxrl train --resume {out_dir}` or choose another directory"
         )
     if is_main_process():
-        config_lib.dump(config, saved)
+        run_dir.write_config(config, out_dir, fresh=True)
 
 
 def finished(where: Path, config: config_lib.Config) -> bool:

@@ -205,12 +205,18 @@ def print_table(result: SweepReport) -> None:
 
 
 def write_outputs(run_dir: Path, result: SweepReport) -> None:
-    config_lib.dump(
-        config_lib.setting_config(result.config, result.best.setting), run_dir / "best.yaml"
-    )
-    rows = [asdict(r) for r in result.results]
-    (run_dir / "sweep.json").write_text(json.dumps({"metric": METRIC, "settings": rows}, indent=1))
-    plot_sweep(result, run_dir / "sweep.png")
+    """best.yaml, sweep.json and sweep.png, written as the run's one writer."""
+    from nnxrl import own_files, run_lock
+
+    own_files.refuse_links(run_dir, ("best.yaml", "sweep.json", "sweep.png"))
+    with run_lock.hold(run_dir, "sweep-report"):
+        config_lib.dump(
+            config_lib.setting_config(result.config, result.best.setting), run_dir / "best.yaml"
+        )
+        rows = [asdict(r) for r in result.results]
+        summary = json.dumps({"metric": METRIC, "settings": rows}, indent=1)
+        own_files.write_text(run_dir / "sweep.json", summary)
+        plot_sweep(result, run_dir / "sweep.png")
 
 
 def plot_sweep(result: SweepReport, out: Path) -> None:

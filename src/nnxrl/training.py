@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from nnxrl import checkpoint, run_dir
+from nnxrl import checkpoint, run_dir, run_lock
 from nnxrl import config as config_lib
 from nnxrl.devices import is_main_process
 from nnxrl.errors import NonFiniteError, StorageError
@@ -131,10 +132,25 @@ def run_training(
     quiet = quiet or not main
     if out_dir is None:
         checkpoints_off = dataclasses.replace(config.checkpoint, enabled=False)
-        config, start = dataclasses.replace(config, checkpoint=checkpoints_off), StartPoint(0, None)
-    else:
-        out_dir = run_dir.ensure_writable_dir(out_dir, "--out")
+        config = dataclasses.replace(config, checkpoint=checkpoints_off)
+        return train_from(config, None, StartPoint(0, None), quiet, extra_backends, stop_after)
+    out_dir = run_dir.ensure_writable_dir(out_dir, "--out")
+    with run_lock.hold(out_dir) if main else nullcontext():  # one writer per run directory
         start = prepare_run_dir(config, out_dir, resume, step, main)
+        return train_from(config, out_dir, start, quiet, extra_backends, stop_after)
+
+
+def train_from(
+    config: config_lib.Config,
+    out_dir: Path | None,
+    start: StartPoint,
+    quiet: bool,
+    extra_backends: tuple[Backend, ...],
+    stop_after: int | None,
+) -> RunResult:
+    """``run_training`` once the run directory is prepared (and locked): compile, run
+    the loop from ``start``, export, and report how the run ended."""
+    main = is_main_process()
     with graceful_stop() as stop:
         logger = make_logger(
             config,
@@ -240,7 +256,7 @@ def prepare_run_dir(
     writes config.yaml; the other processes are told the update to start from."""
     start = run_dir.prepare(config, out_dir, resume, step) if main else StartPoint(0, None)
     if main:
-        config_lib.dump(config, out_dir / "config.yaml")
+        run_dir.write_config(config, out_dir, fresh=not resume)
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 

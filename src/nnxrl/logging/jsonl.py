@@ -16,9 +16,10 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from nnxrl.logging.records import LogBatch
+from nnxrl.logging.records import LogBatch, Members
 
 RECORD_FILES = ("metrics.jsonl", "metrics_aggregate.jsonl")
 
@@ -40,41 +41,63 @@ def read_records(path: Path) -> list[dict]:
     return records
 
 
-def last_complete_update(path: Path, num_seeds: int) -> int:
-    """The last update whose records for every seed are in ``path`` (0 if none)."""
-    counts: dict[int, int] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:  # a line cut short by a killed process
-                break
-            counts[record["update"]] = counts.get(record["update"], 0) + 1
-    last = 0
-    for update in sorted(counts):
-        if update != last + 1 or counts[update] < num_seeds:
-            break
-        last = update
-    return last
+@dataclass(frozen=True)
+class RecordOrder:
+    """How far a metrics.jsonl is in order: ``last`` is the last update whose records
+    of every member are there, update-major, members in order (0 if none). ``problem``
+    says what the first line out of that order is (a duplicate, a record out of order,
+    a line that is not JSON with more after it) at ``line`` (1-based); None when the
+    file simply ends, whole or cut short mid-line by a kill."""
+
+    last: int
+    problem: str | None = None
+    line: int | None = None
 
 
-def truncate_after(out_dir: str | Path, update: int) -> None:
-    """Drop records after ``update`` (and any cut-short line) from both files, so a
-    resumed run appends exactly where its checkpoint left off."""
-    for name in RECORD_FILES:
+def records_in_order(path: Path, members: Members) -> RecordOrder:
+    """Check ``path`` against the order the logger writes (see ``RecordOrder``)."""
+    lines = path.read_text(errors="replace").splitlines() if path.exists() else []
+    for number, line in enumerate(lines, 1):
+        update, row = divmod(number - 1, members.count)
+        complete = update  # updates 1..update are whole before this line
+        try:
+            record = json.loads(line)
+            got = (record["update"], members.row(record))
+        except json.JSONDecodeError:
+            if number == len(lines):  # a line cut short by a killed process
+                return RecordOrder(complete)
+            return RecordOrder(complete, "not a complete JSON record", number)
+        except (KeyError, TypeError, ValueError):
+            return RecordOrder(complete, "not a record of this run (no update or seed)", number)
+        if got != (update + 1, row):
+            who = f"update {got[0]}, member {got[1]}"
+            problem = f"{who} where update {update + 1}, member {row} belongs"
+            if got[0] <= update:
+                problem = f"{who} again (a duplicate or a record out of order)"
+            return RecordOrder(complete, problem, number)
+    return RecordOrder(len(lines) // members.count)
+
+
+def truncate_after(out_dir: str | Path, update: int, num_members: int) -> None:
+    """Keep the records of updates 1..``update`` in both files (``num_members`` lines
+    an update in metrics.jsonl, one in the aggregates; the lines before are in order,
+    ``records_in_order``) and drop the rest: later updates, a cut-short line, a
+    duplicate. A resumed run then appends exactly where its checkpoint left off."""
+    from nnxrl import own_files
+
+    for name, per_update in zip(RECORD_FILES, (num_members, 1), strict=True):
         path = Path(out_dir) / name
         if not path.exists():
             continue
         kept = []
-        for line in path.read_text().splitlines():
+        for line in path.read_text(errors="replace").splitlines()[: update * per_update]:
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                break
-            if record["update"] > update:
+                if json.loads(line)["update"] > update:
+                    break
+            except (json.JSONDecodeError, KeyError, TypeError):
                 break
             kept.append(line + "\n")
-        path.write_text("".join(kept))
+        own_files.write_text(path, "".join(kept))
 
 
 class JsonlBackend:
@@ -132,7 +155,9 @@ class JsonlBackend:
 
     def _append_once(self, name: str, data: bytes) -> None:
         if name not in self.files:
-            self.files[name] = os.open(self.paths[name], os.O_WRONLY | os.O_CREAT, 0o644)
+            self.files[name] = os.open(
+                self.paths[name], os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644
+            )
         fd = self.files[name]
         start = os.lseek(fd, 0, os.SEEK_END)
         try:

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from nnxrl import own_files
 from nnxrl.logging.jsonl import RECORD_FILES, read_records
 from nnxrl.logging.logger import brief
 from nnxrl.logging.records import LogBatch, metric_items
@@ -262,7 +263,7 @@ class MlflowBackend:
         config_file = self.out_dir / "config.yaml"
         if config_file.exists():
             self._locked_retry(self.client.log_artifact, self.run_id, str(config_file))
-        (self.out_dir / "mlflow_run_id").write_text(self.run_id + "\n")
+        own_files.write_text(self.out_dir / "mlflow_run_id", self.run_id + "\n")
 
     def _experiment_id(self) -> str:
         """The experiment's id, made (as a model-training experiment) if it is new."""
@@ -354,7 +355,9 @@ class MlflowBackend:
         params += [Param(k, str(v)) for k, v in values.items()]
         self._locked_retry(self.client.log_batch, child, params=params)
         saved = {**self.children, setting: child}
-        (self.out_dir / CHILDREN_FILE).write_text(json.dumps({str(k): v for k, v in saved.items()}))
+        own_files.write_text(
+            self.out_dir / CHILDREN_FILE, json.dumps({str(k): v for k, v in saved.items()})
+        )
         return child
 
     def _logged(self, update: int) -> bool:

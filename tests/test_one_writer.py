@@ -1,0 +1,136 @@
+"""One writer per run directory, through real processes: a second ``train`` or
+``--resume`` of a directory being written is refused at once naming the holder, a
+lock left by a killed run is taken over, and runs sharing a folder's MLflow store at
+once each get their own run with every point."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
+# 40 updates of 4 envs x 32 steps, in chunks of 4, checkpointed every 8
+SHORT = [
+    "total_env_steps=5120",
+    "ppo.num_steps=32",
+    "ppo.num_minibatches=2",
+    "logging.updates_per_chunk=4",
+    "checkpoint.every_updates=8",
+]
+# the same run made long (40,000 updates): it still writes when a second writer comes
+# (however slowly that one starts), and is then stopped with SIGINT
+LONG = [*SHORT[1:], "total_env_steps=5120000"]
+
+
+def nnxrl(*args: str, overrides: list[str] = (), backends: str = "[]") -> subprocess.Popen:
+    sets = sum((["--set", o] for o in [*overrides, f"logging.backends={backends}"]), [])
+    command = [sys.executable, "-m", "nnxrl.cli", *args]
+    if args[0] == "train" and "--resume" not in args:
+        command += sets
+    return subprocess.Popen(
+        command,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_lock(run: Path, proc: subprocess.Popen, timeout: float = 120) -> str:
+    """The lock file's text once ``proc`` holds the lock of ``run``."""
+    deadline = time.monotonic() + timeout
+    lock = run / ".nnxrl.lock"
+    while time.monotonic() < deadline:
+        if lock.is_file() and lock.read_text().strip():
+            return lock.read_text()
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"{run} was never locked")
+
+
+def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def updates_written(run: Path) -> list[int]:
+    return [json.loads(x)["update"] for x in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def stop(proc: subprocess.Popen) -> tuple[int, str, str]:
+    proc.send_signal(signal.SIGINT)
+    return finish(proc)
+
+
+def test_a_second_train_into_a_run_being_written_is_refused_naming_the_holder(tmp_path):
+    run = tmp_path / "run"
+    first = nnxrl("train", CARTPOLE, "--out", str(run), overrides=LONG)
+    holder = wait_for_lock(run, first)
+    assert f"pid {first.pid} " in holder
+    second = finish(nnxrl("train", CARTPOLE, "--out", str(run), overrides=LONG))
+    assert second[0] == 2, second
+    assert f"being written by another nnxrl process (pid {first.pid}" in second[2]
+    assert stop(first)[0] == 130
+    updates = updates_written(run)
+    assert updates == list(range(1, len(updates) + 1))  # each once, in order
+
+
+def test_a_second_resume_while_one_runs_is_refused(tmp_path):
+    run = tmp_path / "run"
+    stopped = finish(
+        nnxrl("train", CARTPOLE, "--out", str(run), "--stop-after", "8", overrides=LONG)
+    )
+    assert stopped[0] == 130, stopped
+    first = nnxrl("train", "--resume", str(run))
+    wait_for_lock(run, first)
+    second = finish(nnxrl("train", "--resume", str(run)))
+    assert second[0] == 2 and f"(pid {first.pid} " in second[2], second
+    assert stop(first)[0] == 130
+    updates = updates_written(run)
+    assert len(updates) > 8 and updates == list(range(1, len(updates) + 1))
+    assert (run / ".nnxrl.lock").read_text() == ""  # let go cleanly
+
+
+def test_the_lock_of_a_killed_run_is_taken_over_with_a_message(tmp_path):
+    run = tmp_path / "run"
+    first = nnxrl("train", CARTPOLE, "--out", str(run), overrides=SHORT)
+    wait_for_lock(run, first)
+    first.send_signal(signal.SIGKILL)  # no chance to let go
+    first.communicate()
+    again = finish(nnxrl("train", CARTPOLE, "--out", str(run), overrides=SHORT))
+    assert again[0] == 0, again[2][-2000:]
+    assert f"left by pid {first.pid} " in again[2] and "taking it over" in again[2]
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_runs_sharing_a_folders_mlflow_store_at_once_each_get_every_point(tmp_path, count):
+    from mlflow import MlflowClient
+
+    from nnxrl.logging.mlflow_tracker import local_store_uri
+
+    runs = [tmp_path / "runs" / f"run{i}" for i in range(count)]
+    procs = [
+        nnxrl(
+            "train", CARTPOLE, "--out", str(r), overrides=[*SHORT, f"seed={i}"], backends="[mlflow]"
+        )
+        for i, r in enumerate(runs)
+    ]
+    for proc in procs:
+        code, _, err = finish(proc, timeout=600)
+        assert code == 0, err[-2000:]
+    client = MlflowClient(tracking_uri=local_store_uri(runs[0]))
+    ids = [(r / "mlflow_run_id").read_text().strip() for r in runs]
+    assert len(set(ids)) == count
+    for run, run_id in zip(runs, ids, strict=True):
+        assert client.get_run(run_id).info.status == "FINISHED"
+        history = client.get_metric_history(run_id, "episode_return_window")
+        # at every update's env steps (4 envs x 32 steps each)
+        assert sorted(m.step for m in history) == [128 * u for u in range(1, 41)], run
