@@ -482,6 +482,35 @@ def write(path: Path, content: bytes | str) -> str:
         (["env=0"], "env is a section"),
         (["ppo="], "ppo is a section"),
         (["network=[]"], "network is a section"),
+        # huge values: refused by their bounds before anything compiles
+        (["num_seeds=1.0e+30"], "num_seeds: 1000000000000000019884624838656 is out of range"),
+        (["network.num_layers=10000"], "network.num_layers: 10000 is out of range"),
+        (["ppo.num_epochs=1000000000000"], "ppo.num_epochs: 1000000000000 is out of range"),
+        (["logging.return_window=1000000000000"], "logging.return_window"),
+        (["mesh.cpu_devices=1000000000000"], "mesh.cpu_devices"),
+        (["env.kwargs={max_steps_in_episode: -5}"], "max_steps_in_episode: -5 must be at least 1"),
+        (["env.kwargs={max_steps_in_episode: 0}"], "max_steps_in_episode: 0 must be at least 1"),
+        # YAML 1.1's surprises
+        (["logging.log_video=yes"], "'yes' is read as a boolean by YAML 1.1"),
+        (["logging.log_video=on"], "'on' is read as a boolean"),
+        (["seed=1:30"], "'1:30' is a base-60 number"),
+        (["env.kwargs={[1]: 2}"], "a mapping key must be a plain name or number, got list"),
+        (["env.id=" + "x" * 5_000_000], "characters; a config holds at most 1,000,000"),
+        (["env.id=" + "x" * 50_000], "a string of 50,000 characters"),
+        (["env.kwargs=" + "[" * 1000 + "]" * 1000], "nested too deeply"),
+        # sweeps that cannot be one population
+        (["sweep.random={ppo.gamma: {uniform: [0.001, .inf]}}"], "bounds must be finite"),
+        (
+            ["sweep.random={ppo.gamma: {uniform: [0.9, 0.99]}}", "sweep.num_samples=100000000"],
+            "sweep.num_samples: 100000000 is out of range",
+        ),
+        (
+            [
+                "sweep.grid={ppo.gamma: [" + ", ".join(["0.9"] * 1000) + "], "
+                "ppo.gae_lambda: [" + ", ".join(["0.9"] * 1000) + "]}"
+            ],
+            "1000 (ppo.gamma) x 1000 (ppo.gae_lambda) make 1,000,000 settings",
+        ),
     ],
 )
 def test_bad_overrides_are_named_and_touch_nothing(tmp_path, capsys, overrides, expected):
@@ -491,6 +520,18 @@ def test_bad_overrides_are_named_and_touch_nothing(tmp_path, capsys, overrides, 
     assert expected in err and "Traceback" not in err, err
     assert not out.exists()
     assert not Path("/tmp/nnxrl-pwned").exists()
+
+
+BILLION_LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+def test_a_yaml_merge_key_works():
+    from nnxrl.schema import parse_yaml
+
+    text = "defaults: &d {id: CartPole-v1, num_envs: 8}\nenv:\n  <<: *d\n  num_envs: 16\n"
+    assert parse_yaml(text, "t")["env"] == {"id": "CartPole-v1", "num_envs": 16}
 
 
 @pytest.mark.parametrize(
@@ -504,6 +545,7 @@ def test_bad_overrides_are_named_and_touch_nothing(tmp_path, capsys, overrides, 
         ("env: 0\n", "env is a section"),
         ("ppo: null\n", "ppo is a section"),
         ("network: []\n", "network is a section"),
+        (BILLION_LAUGHS, "more than 100,000 values once its aliases"),
     ],
 )
 def test_bad_config_files_are_named_and_touch_nothing(tmp_path, capsys, content, expected):

@@ -18,6 +18,7 @@ The public Python API (see the README's "Python API" section):
 
 from importlib.metadata import PackageNotFoundError, version
 
+import nnxrl.jax_variables  # noqa: F401  (first, before JAX: see the module)
 from nnxrl.algos.ppo import make_ppo
 from nnxrl.algos.pqn import make_pqn
 from nnxrl.algos.registry import hyperparams_for as hyperparams_from

@@ -51,6 +51,9 @@ class Cadence:
         return time.perf_counter() - self.last_time >= self.every_seconds
 
 
+META_KEYS = ("update", "config", "paths", "shapes", "dtypes")  # what save writes in meta
+
+
 class CheckpointError(RuntimeError):
     """A checkpoint is missing, damaged, or does not belong to the requested run."""
 
@@ -244,7 +247,14 @@ def read_items(
             f"--step U (`nnxrl train --resume RUN_DIR --step U`, and eval, render and "
             f"export take it too; available: {available(run_dir)})"
         ) from e
-    meta = dict(restored.meta)
+    meta = restored.meta
+    if not isinstance(meta, dict) or not all(k in meta for k in META_KEYS):
+        raise CheckpointError(
+            f"checkpoint {where}: its meta item is not the one nnxrl writes (expected a JSON "
+            f"object with {', '.join(META_KEYS)}); use an earlier one with --step U "
+            f"(available: {available(run_dir)})"
+        )
+    meta = dict(meta)
     meta["where"] = str(where)
     return (restored.state if with_state else {}), meta
 

@@ -17,8 +17,11 @@ nnxrl --plugin MODULE ...   (import MODULE first: it may register envs and add-o
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from nnxrl import config as config_lib
 from nnxrl.devices import is_main_process, use_cpu_devices
@@ -149,13 +152,29 @@ def _eval(args: argparse.Namespace) -> int:
 
     import jax
 
-    from nnxrl.evaluate import achievement_names, play_first_episodes, summarize_episodes
+    from nnxrl.evaluate import (
+        MAX_ENVS_AT_ONCE,
+        achievement_names,
+        play_first_episodes,
+        summarize_episodes,
+    )
     from nnxrl.run_dir import ensure_writable_file
 
     if args.json:
         ensure_writable_file(args.json, "--json")
     policy = _load_policy(args.run, args.step, args.epsilon, args.setting)
-    results = play_first_episodes(policy, args.episodes, args.greedy, jax.random.key(args.key))
+
+    def progress(done: int) -> None:
+        print(f"eval: {done:,} of {args.episodes:,} episodes per seed", file=sys.stderr, flush=True)
+
+    many = args.episodes > MAX_ENVS_AT_ONCE
+    results = play_first_episodes(
+        policy,
+        args.episodes,
+        args.greedy,
+        jax.random.key(args.key),
+        progress=progress if many else None,
+    )
     rows = summarize_episodes(results, achievement_names(policy))
     actions = _action_kind(policy, args.greedy)
     of = "" if policy.setting is None else f" (sweep setting {policy.setting})"
@@ -334,7 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         metavar="RUN_DIR",
         help="continue the run in RUN_DIR from its latest checkpoint (its config.yaml, or "
-        "CONFIG, which must match it except for logging.* and checkpoint.*)",
+        "CONFIG, which must match the config the run started with except for logging.*, "
+        "checkpoint.*, compile_cache.*, mesh.* and distributed.*)",
     )
     train.add_argument(
         "--step",
@@ -375,7 +395,10 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.set_defaults(func=func)
         if name == "eval":
             cmd.add_argument(
-                "--episodes", type=_count(1), default=10, help="episodes per seed (default 10)"
+                "--episodes",
+                type=_count(1, 1_000_000),
+                default=10,
+                help="episodes per seed (default 10; played 1024 at a time)",
             )
             cmd.add_argument(
                 "--json", metavar="FILE", help="write the report here (default: print it)"
@@ -471,9 +494,10 @@ def load_plugins(names: Sequence[str]) -> None:
     from pathlib import Path
 
     for entry in entry_points(group=PLUGIN_GROUP):
-        entry.load()
+        with plugin_errors(f"the installed plugin {entry.name!r} ({entry.value})"):
+            entry.load()
     for name in names:
-        try:
+        with plugin_errors(f"--plugin {name!r}"):
             if name.endswith(".py"):
                 path = Path(name)
                 if not path.is_file():
@@ -484,23 +508,46 @@ def load_plugins(names: Sequence[str]) -> None:
                 spec.loader.exec_module(module)
             else:
                 importlib.import_module(name)
-        except (ImportError, FileNotFoundError) as e:
-            raise config_lib.ConfigError(
-                f"--plugin: cannot import {name!r} ({type(e).__name__}: {e}); give a module "
-                "name on the Python path or the path of a .py file"
-            ) from None
+
+
+@contextmanager
+def plugin_errors(what: str) -> Iterator[None]:
+    """Whatever importing a plugin raises (or a ``sys.exit`` in it) becomes a
+    ConfigError that names the plugin, the error and the line it came from."""
+    try:
+        yield
+    except (ImportError, FileNotFoundError) as e:
+        raise config_lib.ConfigError(
+            f"{what}: cannot import it ({type(e).__name__}: {e}); give a module name on "
+            "the Python path or the path of a .py file"
+        ) from None
+    except SystemExit as e:
+        raise config_lib.ConfigError(
+            f"{what} called sys.exit({e.code!r}) while being imported; a plugin should only "
+            "define and register envs, add-ons or networks"
+        ) from None
+    except Exception as e:
+        if isinstance(e, SyntaxError):
+            place = f"{e.filename}, line {e.lineno}"
+        else:
+            frame = traceback.extract_tb(e.__traceback__)[-1]
+            place = f"{frame.filename}, line {frame.lineno}"
+        raise config_lib.ConfigError(
+            f"{what} failed while being imported ({type(e).__name__}: {e}; at {place}); fix "
+            "the plugin or leave it out"
+        ) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; exit codes: 0 done, 2 bad input (config, paths, checkpoints),
     3 non-finite values, 4 a write failed (disk full, read-only), 130 stopped."""
-    use_cpu_devices()  # one per core, unless the config's mesh.cpu_devices says otherwise
     from nnxrl.checkpoint import CheckpointError
     from nnxrl.errors import NonFiniteError, StorageError
     from nnxrl.stop import Stopped
 
     args = build_parser().parse_args(argv)
     try:
+        use_cpu_devices()  # one per core, unless the config's mesh.cpu_devices says otherwise
         load_plugins(args.plugin)
         return args.func(args)
     except config_lib.ConfigError as e:
@@ -525,6 +572,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("nnxrl: interrupted; metrics written so far are kept", file=sys.stderr)
         return 130
+    except OSError as e:  # a path the OS refuses (too long, not permitted, ...)
+        name = str(e.filename or "")
+        where = f"{name if len(name) <= 120 else name[:60] + '...' + name[-40:]}: " if name else ""
+        print(f"nnxrl: {where}{e.strerror or e}", file=sys.stderr)
+        return 4 if e.errno in STORAGE_ERRNOS else 2
+
+
+# OS errors that mean the storage failed (exit 4) rather than a bad path (exit 2)
+STORAGE_ERRNOS = {errno.ENOSPC, errno.EROFS, errno.EIO, errno.EDQUOT}
 
 
 if __name__ == "__main__":

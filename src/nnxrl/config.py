@@ -54,9 +54,12 @@ class NetworkConfig:
         "(PQN: under a linear Q head), trained on whole env sequences.",
     )
     num_layers: int = _field(
-        2, "Hidden layers in each of the actor and critic MLPs (PQN: of the Q-network).", low=1
+        2,
+        "Hidden layers in each of the actor and critic MLPs (PQN: of the Q-network).",
+        low=1,
+        high=64,
     )
-    width: int = _field(64, "Units per hidden layer.", low=1)
+    width: int = _field(64, "Units per hidden layer.", low=1, high=65_536)
     activation: Literal["tanh", "relu", "gelu", "silu"] = _field("tanh", "Hidden activation.")
     conv_features: tuple = _field(
         (32, 64, 64),
@@ -86,7 +89,7 @@ class NetworkConfig:
 @dataclass(frozen=True)
 class PPOConfig:
     num_steps: int = _field(128, "Rollout length per env per update.", low=1)
-    num_epochs: int = _field(4, "Passes over each rollout batch.", low=1)
+    num_epochs: int = _field(4, "Passes over each rollout batch.", low=1, high=1000)
     num_minibatches: int = _field(4, "Minibatches per epoch.", low=1)
     learning_rate: float = _field(
         2.5e-4, "Adam step size (start of the schedule).", low=0, low_open=True
@@ -125,7 +128,7 @@ class PPOConfig:
 @dataclass(frozen=True)
 class PQNConfig:
     num_steps: int = _field(64, "Rollout length per env per update.", low=1)
-    num_epochs: int = _field(4, "Passes over each rollout batch.", low=1)
+    num_epochs: int = _field(4, "Passes over each rollout batch.", low=1, high=1000)
     num_minibatches: int = _field(16, "Minibatches per epoch.", low=1)
     learning_rate: float = _field(
         1e-4, "Optimiser step size (start of the schedule).", low=0, low_open=True
@@ -194,7 +197,7 @@ class IntrinsicConfig:
     max_grad_norm: float = _field(
         1.0, "Add-on optimiser: global gradient-norm clip.", low=0, low_open=True
     )
-    num_epochs: int = _field(4, "Add-on update passes over each rollout.", low=1)
+    num_epochs: int = _field(4, "Add-on update passes over each rollout.", low=1, high=1000)
     num_minibatches: int | None = _field(
         None,
         "Add-on minibatches per epoch, each a set of whole env sequences (None: "
@@ -260,6 +263,7 @@ class LoggingConfig:
         "over each seed's last this many finished episodes. Kept in the run state, so it "
         "cannot change on --resume.",
         low=1,
+        high=1_000_000,
     )
 
 
@@ -328,6 +332,7 @@ class MeshConfig:
         "JAX CPU devices (None: one per CPU core). Applied when the config is loaded, "
         "if JAX has not started yet; the JAX_NUM_CPU_DEVICES variable wins.",
         low=1,
+        high=1024,
     )
 
 
@@ -348,6 +353,12 @@ class DistributedConfig:
     process_id: int | None = _field(
         None, "This process's index (None: NNXRL_PROCESS_ID or cluster detection).", low=0
     )
+    timeout_seconds: int = _field(
+        120,
+        "How long a process waits for the coordinator and the other processes to join "
+        "before it gives up with a message naming the address.",
+        low=1,
+    )
 
 
 @dataclass(frozen=True)
@@ -363,7 +374,7 @@ class SweepConfig:
         "{log_uniform: [low, high]} or {choice: [values]}. With grid: every grid point "
         "with every draw.",
     )
-    num_samples: int = _field(8, "random: settings drawn.", low=1)
+    num_samples: int = _field(8, "random: settings drawn.", low=1, high=sweep_lib.MAX_SETTINGS)
     seed: int = _field(0, "random: the draws' own seed (not the training seed).", low=0)
     allow_recompile: bool = _field(
         False,
@@ -391,7 +402,9 @@ class Config:
         low=0,
         high=MAX_SEED,
     )
-    num_seeds: int = _field(1, "Independent seeds trained in one compiled program.", low=1)
+    num_seeds: int = _field(
+        1, "Independent seeds trained in one compiled program.", low=1, high=1_000_000
+    )
     total_env_steps: int = _field(500_000, "Environment steps per seed.", low=1)
     env: EnvConfig = _section(EnvConfig, "Environment and batching.")
     network: NetworkConfig = _section(NetworkConfig, "Actor and critic networks.")

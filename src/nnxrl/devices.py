@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import jax
 
+from nnxrl.schema import ConfigError
+
 if TYPE_CHECKING:
     from nnxrl.config import DistributedConfig, MeshConfig
 
@@ -35,7 +37,55 @@ def start_jax(mesh: MeshConfig, distributed: DistributedConfig) -> None:
     if settings is not None:
         if jax.config.jax_cpu_collectives_implementation in (None, "", "none"):
             jax.config.update("jax_cpu_collectives_implementation", "gloo")
-        jax.distributed.initialize(**settings)
+        join_process_group(settings, distributed.timeout_seconds)
+
+
+def join_process_group(settings: dict[str, Any], timeout: int) -> None:
+    """``jax.distributed.initialize``, waiting at most ``timeout`` seconds; a failure is
+    a ConfigError that names the address and what to check."""
+    address = settings["coordinator_address"]
+    if address and settings["process_id"] not in (None, 0):
+        wait_for_coordinator(address, timeout)
+    try:
+        jax.distributed.initialize(**settings, initialization_timeout=timeout)
+    except Exception as e:  # JAX raises RuntimeError/ValueError with XLA's status text
+        detail = " ".join(str(e).split())[:300]
+        where = address or "(none given, and none detected from the cluster)"
+        raise ConfigError(
+            f"distributed: could not join the process group at coordinator {where} within "
+            f"{timeout} s ({type(e).__name__}: {detail}). Check that process 0 runs and "
+            "listens at that host:port, that every one of the "
+            f"{settings['num_processes'] or '?'} processes was started with its own "
+            "process_id, and that the address is reachable; set "
+            "distributed.coordinator_address (or JAX_COORDINATOR_ADDRESS), or "
+            "distributed.enabled: false for one process"
+        ) from None
+
+
+def wait_for_coordinator(address: str, timeout: int) -> None:
+    """Wait until process 0's coordinator at ``address`` (host:port) accepts a
+    connection; a ConfigError after ``timeout`` seconds. JAX's own client ends the
+    whole process (abort, no Python exception) when its deadline passes, so a process
+    other than 0 checks the address first and can say what is wrong."""
+    import socket
+    import time
+
+    host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=2):
+                return
+        except (OSError, ValueError) as e:
+            if time.monotonic() >= deadline or isinstance(e, ValueError):
+                raise ConfigError(
+                    f"distributed: no coordinator answers at {address} after {timeout} s "
+                    f"({e}); start process 0 (distributed.process_id=0) first, check the "
+                    "host:port it listens on (distributed.coordinator_address or "
+                    "JAX_COORDINATOR_ADDRESS) and that it is reachable from here, or raise "
+                    "distributed.timeout_seconds"
+                ) from None
+            time.sleep(0.5)
 
 
 def jax_started() -> bool:
@@ -48,6 +98,13 @@ def jax_started() -> bool:
 def use_cpu_devices(count: int | None = None) -> None:
     """Let JAX see ``count`` CPU devices (None: one per core), unless JAX has started
     or ``JAX_NUM_CPU_DEVICES`` / an earlier ``jax_num_cpu_devices`` setting says otherwise."""
+    from nnxrl.jax_variables import BAD_CPU_DEVICES
+
+    if BAD_CPU_DEVICES is not None:
+        raise ConfigError(
+            f"JAX_NUM_CPU_DEVICES={BAD_CPU_DEVICES!r}: expected a count of CPU devices >= 1; "
+            "fix it or unset it (unset JAX_NUM_CPU_DEVICES: one device per core)"
+        )
     if jax_started() or "JAX_NUM_CPU_DEVICES" in os.environ:
         return
     if count is None and jax.config.jax_num_cpu_devices > 0:
@@ -58,21 +115,41 @@ def use_cpu_devices(count: int | None = None) -> None:
 def process_group(distributed: DistributedConfig) -> dict[str, Any] | None:
     """``jax.distributed.initialize``'s arguments, or None for a single-process run."""
     address = distributed.coordinator_address or os.environ.get("JAX_COORDINATOR_ADDRESS")
-    count = distributed.num_processes or _int_env("NNXRL_NUM_PROCESSES")
+    count = distributed.num_processes or _int_env("NNXRL_NUM_PROCESSES", low=1)
     index = distributed.process_id
     if index is None:
         index = _int_env("NNXRL_PROCESS_ID")
     enabled = distributed.enabled
     if enabled is None:
         enabled = address is not None or _int_env("SLURM_NTASKS", 1) > 1
+        if enabled and address is None and "SLURM_JOB_ID" not in os.environ:
+            tasks = os.environ["SLURM_NTASKS"]
+            raise ConfigError(
+                f"distributed: SLURM_NTASKS={tasks} asks for {tasks} processes, but this is "
+                "no SLURM job (no SLURM_JOB_ID) and no coordinator address is set; launch "
+                "with srun, set distributed.coordinator_address (or JAX_COORDINATOR_ADDRESS) "
+                "to process 0's host:port, or distributed.enabled: false for one process"
+            )
     if not enabled:
         return None
     return {"coordinator_address": address, "num_processes": count, "process_id": index}
 
 
-def _int_env(name: str, default: int | None = None) -> int | None:
+def _int_env(name: str, default: int | None = None, low: int = 0) -> int | None:
+    """The integer in environment variable ``name`` (``default`` when unset or empty);
+    a ConfigError naming the variable for anything else."""
     value = os.environ.get(name)
-    return int(value) if value not in (None, "") else default
+    if value in (None, ""):
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = None
+    if number is None or number < low:
+        raise ConfigError(
+            f"{name}={value!r}: expected an integer >= {low}; fix it or unset it (unset {name})"
+        )
+    return number
 
 
 def is_main_process() -> bool:

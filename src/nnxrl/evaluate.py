@@ -9,6 +9,7 @@ each achievement's success rate.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -19,12 +20,37 @@ from flax import nnx
 from nnxrl.envs import env_spec, make_env
 from nnxrl.policy import Policy
 
+MAX_ENVS_AT_ONCE = 1024  # episodes played side by side per seed (bounds the memory)
+
 
 def play_first_episodes(
-    policy: Policy, num_episodes: int, greedy: bool, key: jax.Array, max_steps: int = 100_000
+    policy: Policy,
+    num_episodes: int,
+    greedy: bool,
+    key: jax.Array,
+    max_steps: int = 100_000,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[str, np.ndarray]:
     """Per seed and env: the first episode's return [S, N], length [S, N] and
-    achievements [S, N, A] (Craftax)."""
+    achievements [S, N, A] (Craftax). Played in batches of at most
+    ``MAX_ENVS_AT_ONCE`` envs (batch b from ``fold_in(key, b)``; one batch from ``key``
+    itself), each batch one compiled program; ``progress`` gets the episodes done so
+    far after each batch."""
+    size = min(num_episodes, MAX_ENVS_AT_ONCE)
+    batches = -(-num_episodes // size)
+    play = batch_player(policy, size, greedy, max_steps)
+    parts = []
+    for b in range(batches):
+        parts.append(play(key if batches == 1 else jax.random.fold_in(key, b)))
+        if progress is not None:
+            progress(min((b + 1) * size, num_episodes))
+    return {k: np.concatenate([p[k] for p in parts], axis=1)[:, :num_episodes] for k in parts[0]}
+
+
+def batch_player(
+    policy: Policy, num_episodes: int, greedy: bool, max_steps: int
+) -> Callable[[jax.Array], dict[str, np.ndarray]]:
+    """A compiled function of a key that plays one batch of ``num_episodes`` envs."""
     env = make_env(dataclasses.replace(policy.env, num_envs=num_episodes, reset_ratio=1))
     names = env.spec.achievement_names
 
@@ -83,10 +109,14 @@ def play_first_episodes(
         final = jax.lax.while_loop(running, step, carry)
         return {**final["results"], "finished": final["finished"]}
 
-    keys = jax.random.split(key, policy.num_seeds)
     moments = policy.obs_moments if policy.obs_moments is not None else ()
-    out = jax.jit(jax.vmap(one_seed))(policy.params, moments, keys)
-    return {k: np.asarray(v) for k, v in out.items()}
+    played = jax.jit(jax.vmap(one_seed))
+
+    def play(key: jax.Array) -> dict[str, np.ndarray]:
+        keys = jax.random.split(key, policy.num_seeds)
+        return {k: np.asarray(v) for k, v in played(policy.params, moments, keys).items()}
+
+    return play
 
 
 def achievement_names(policy: Policy) -> tuple[str, ...]:

@@ -102,8 +102,14 @@ def load_runs(run_dir: str | Path) -> list[Run]:
         raise FileNotFoundError(f"{run_dir}: no metrics.jsonl (is it an nnxrl run directory?)")
     config = {}
     if (run_dir / "config.yaml").is_file():
-        config = yaml.safe_load((run_dir / "config.yaml").read_text()) or {}
+        config = yaml.safe_load((run_dir / "config.yaml").read_text(errors="replace")) or {}
+        config = config if isinstance(config, dict) else {}
     records = read_records(path)
+    if not records:
+        raise ValueError(f"{path} holds no records yet: nothing to plot (has the run started?)")
+    for number, r in enumerate(records, 1):
+        if not isinstance(r.get("seed"), int):
+            raise ValueError(f"{path}, line {number}: a record without an integer 'seed'")
     by_setting: dict = {}
     for r in records:
         by_setting.setdefault(r.get("setting"), []).append(r)

@@ -32,6 +32,7 @@ from nnxrl.ops.running_moments import Moments
 
 MOMENTS = ("count", "mean", "var")  # the observation moments' fields, saved beside params
 MOMENTS_PREFIX = "obs_normalizer."
+SPEC_KEYS = ("env", "network", "num_seeds")  # what policy.yaml must hold
 
 
 @dataclass
@@ -235,7 +236,14 @@ def load_policy(directory: str | Path) -> Policy:
     spec_file = directory / "policy.yaml"
     if not spec_file.is_file():
         raise FileNotFoundError(f"{directory} is not a saved policy: it has no policy.yaml")
-    spec = schema.parse_yaml(spec_file.read_text(), str(spec_file))
+    spec = schema.parse_yaml(spec_file.read_text(errors="replace"), str(spec_file))
+    missing = [k for k in SPEC_KEYS if not isinstance(spec, dict) or k not in spec]
+    if missing:
+        raise config_lib.ConfigError(
+            f"{spec_file} is not a saved policy's spec: it lacks {', '.join(missing)} (a policy "
+            "directory holds the policy.yaml `nnxrl export` writes); export it again with "
+            "`nnxrl export RUN_DIR --out DIR`"
+        )
     env = schema.build(EnvConfig, spec["env"], "env.")
     network = schema.build(NetworkConfig, spec["network"], "network.")
     check_env_config(env)

@@ -25,6 +25,7 @@ from nnxrl.compile_cache import use_compile_cache
 from nnxrl.envs import EnvSpec, make_env
 from nnxrl.intrinsic import addon_for
 from nnxrl.mesh import Layout, make_layout, state_shardings, with_num_envs
+from nnxrl.resources import check_fits
 
 
 def seed_key(seed: jax.Array, index: jax.Array) -> jax.Array:
@@ -133,6 +134,7 @@ def compile_programs(config: config_lib.Config) -> Programs:
         )
 
     chunks = {config.updates_per_chunk: compile_chunk(config.updates_per_chunk)}
+    check_fits(config, {"init": init_compiled, "a chunk": chunks[config.updates_per_chunk]})
     return Programs(init, chunks, hp, template, layout, compile_chunk)
 
 

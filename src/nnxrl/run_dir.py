@@ -101,6 +101,14 @@ def prepare(
     """Check ``out_dir`` for a fresh run or find where a resumed one starts (see the
     module docstring), trimming the record files to it."""
     own_files.refuse_links(out_dir)
+    saved_in = checkpoint.checkpoint_dir(out_dir)
+    if saved_in.exists():
+        if not saved_in.is_dir():
+            raise config_lib.ConfigError(
+                f"{saved_in} is a file, but nnxrl keeps the run's checkpoints there; move it "
+                "away, or choose another directory"
+            )
+        ensure_writable_dir(saved_in, "checkpoints")
     if not resume:
         if holds_run(out_dir):
             raise config_lib.ConfigError(
@@ -243,7 +251,15 @@ def _refuse_nonfinite(out_dir: Path, update: int, algo: str) -> None:
     marker = out_dir / NONFINITE_FILE
     if not marker.exists():
         return
-    noted = json.loads(marker.read_text())
+    try:
+        noted = json.loads(marker.read_text(errors="replace"))
+        noted_update, failure = int(noted["update"]), str(noted["failure"])
+    except (ValueError, KeyError, TypeError):
+        raise config_lib.ConfigError(
+            f"{marker} is damaged (not the JSON nnxrl wrote). It marks a run stopped by a "
+            f"NaN/inf; delete it (rm {marker}) to resume anyway"
+        ) from None
+    noted = {"update": noted_update, "failure": failure}
     if noted["update"] == update:
         raise NonFiniteError(
             f"the run in {out_dir} stopped because of {noted['failure']}. Resuming with the "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import reprlib
 import types
 import typing
 from collections.abc import Mapping
@@ -159,28 +160,81 @@ def build_section(cls: type, data: Mapping[str, Any], prefix: str) -> Any:
     return build(cls, data, prefix)
 
 
+# Bounds on what a config's YAML may hold: a config is a few kilobytes, and an alias
+# bomb ("billion laughs") or a deep nesting must be refused before anything copies,
+# prints or recurses over it.
+MAX_YAML_CHARS = 1_000_000
+MAX_YAML_NODES = 100_000  # values after expanding aliases
+MAX_YAML_DEPTH = 50
+MAX_STRING_CHARS = 10_000
+
+
 class _StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, except that a key given twice in one mapping is an error
-    (PyYAML would silently keep the last value)."""
+    """PyYAML's safe loader, stricter where YAML 1.1 surprises: a key given twice in one
+    mapping is an error (PyYAML would keep the last), a key must be a plain value, and
+    booleans and numbers must be written as YAML 1.2 and JSON read them: ``yes``, ``on``
+    or ``1:30`` (90, base 60) are refused instead of read as true or a number. Merge
+    keys (``<<: *defaults``) work as in YAML."""
 
     def construct_mapping(self, node, deep=False):
         seen: dict[Any, Any] = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
             key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise ConfigError(
+                    f"line {line}: a mapping key must be a plain name or number, got "
+                    f"{type(key).__name__} {_brief(key)}"
+                )
             if key in seen:
-                line = key_node.start_mark.line + 1
                 raise ConfigError(
                     f"key {key!r} appears twice in one mapping (lines {seen[key]} and {line}); "
                     "keep one"
                 )
-            seen[key] = key_node.start_mark.line + 1
+            seen[key] = line
         return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_bool(self, node):
+        if node.value not in ("true", "false", "True", "False", "TRUE", "FALSE"):
+            raise ConfigError(
+                f"line {node.start_mark.line + 1}: {node.value!r} is read as a boolean by "
+                "YAML 1.1 but not by YAML 1.2 or JSON; write true or false (or quote it for "
+                "a string)"
+            )
+        return super().construct_yaml_bool(node)
+
+    def construct_yaml_int(self, node):
+        self._refuse_base_60(node)
+        return super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node):
+        self._refuse_base_60(node)
+        return super().construct_yaml_float(node)
+
+    def _refuse_base_60(self, node) -> None:
+        if ":" in node.value:
+            raise ConfigError(
+                f"line {node.start_mark.line + 1}: {node.value!r} is a base-60 number in YAML "
+                "1.1; write the number itself, or quote it for a string"
+            )
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:bool", _StrictLoader.construct_yaml_bool)
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _StrictLoader.construct_yaml_float)
 
 
 def parse_yaml(text: str, where: str) -> Any:
-    """YAML text -> plain data (safe: no tags that construct objects); errors name ``where``."""
+    """YAML text -> plain data (safe: no tags that construct objects; bounded in size,
+    aliases and depth, ``MAX_YAML_*``); errors name ``where``."""
+    if len(text) > MAX_YAML_CHARS:
+        raise ConfigError(
+            f"{where}: {len(text):,} characters; a config holds at most {MAX_YAML_CHARS:,}"
+        )
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506  (a SafeLoader)
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506  (a SafeLoader)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
     except yaml.constructor.ConstructorError as e:
@@ -189,8 +243,47 @@ def parse_yaml(text: str, where: str) -> Any:
             "give plain values (numbers, strings, lists, mappings)"
         ) from None
     except yaml.YAMLError as e:
-        detail = " ".join(str(e).split())
+        detail = " ".join(str(e).split())[:300]
         raise ConfigError(f"{where}: not valid YAML ({detail})") from None
+    except RecursionError:
+        raise ConfigError(
+            f"{where}: nested too deeply; a config nests at most {MAX_YAML_DEPTH} levels"
+        ) from None
+    _check_bounds(data, where)
+    return data
+
+
+def _check_bounds(data: Any, where: str) -> None:
+    """Count the values ``data`` holds with aliases expanded (without expanding them),
+    its depth and its strings' lengths; a ConfigError past the ``MAX_YAML_*`` bounds."""
+    stack, nodes = [(data, 1)], 0
+    while stack:
+        value, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_YAML_NODES:
+            raise ConfigError(
+                f"{where}: holds more than {MAX_YAML_NODES:,} values once its aliases (*name) "
+                "are expanded; a config is far smaller (is it an alias bomb?)"
+            )
+        if depth > MAX_YAML_DEPTH:
+            raise ConfigError(
+                f"{where}: nested too deeply; a config nests at most {MAX_YAML_DEPTH} levels"
+            )
+        if isinstance(value, str) and len(value) > MAX_STRING_CHARS:
+            raise ConfigError(
+                f"{where}: a string of {len(value):,} characters ({_brief(value)}); config "
+                f"values hold at most {MAX_STRING_CHARS:,}"
+            )
+        if isinstance(value, Mapping):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
+def _brief(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a value may be huge)."""
+    text = reprlib.repr(value) if not isinstance(value, str) else repr(value[: limit + 1])
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def to_dict(config: Any) -> dict:

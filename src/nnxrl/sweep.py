@@ -81,6 +81,7 @@ NOT_SWEPT = (
     "sweep",
 )
 DISTRIBUTIONS = ("uniform", "log_uniform", "choice")
+MAX_SETTINGS = 4096  # settings one sweep may hold (each is validated as a config)
 
 
 def is_active(sweep: Any) -> bool:
@@ -158,13 +159,27 @@ def plain(value: Any) -> Any:
 
 
 def check_shape(sweep: Any) -> None:
-    """The grid holds non-empty lists and every random key one known distribution with
-    valid arguments; a ConfigError naming the key otherwise."""
+    """The grid holds non-empty lists, every random key one known distribution with
+    finite, valid arguments, and the sweep at most ``MAX_SETTINGS`` settings (counted,
+    not expanded); a ConfigError naming the key otherwise."""
     for key, values in sweep.grid.items():
         if not isinstance(values, Sequence) or isinstance(values, str) or not values:
             raise ConfigError(
                 f"sweep.grid.{key}: expected a non-empty list of values, got {values!r}"
             )
+    count = math.prod(len(v) for v in sweep.grid.values()) * (
+        sweep.num_samples if sweep.random else 1
+    )
+    if count > MAX_SETTINGS:
+        sizes = " x ".join(
+            [f"{len(v)} ({k})" for k, v in sweep.grid.items()]
+            + ([f"{sweep.num_samples} (num_samples)"] if sweep.random else [])
+        )
+        raise ConfigError(
+            f"sweep: {sizes} make {count:,} settings, more than the {MAX_SETTINGS:,} one run "
+            "trains as one population; sweep fewer values, or split the sweep with "
+            "sweep.only"
+        )
     for key, dist in sweep.random.items():
         where = f"sweep.random.{key}"
         if key in sweep.grid:
@@ -186,6 +201,8 @@ def check_shape(sweep: Any) -> None:
             and len(args) == 2
             and all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args)
         )
+        if bounds_ok and not all(math.isfinite(a) for a in args):
+            raise ConfigError(f"{where}.{kind}: bounds must be finite numbers, got {args!r}")
         if not bounds_ok or not args[0] <= args[1]:
             raise ConfigError(
                 f"{where}.{kind}: expected [low, high] with low <= high, got {args!r}"

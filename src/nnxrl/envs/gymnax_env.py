@@ -69,6 +69,8 @@ def _check_kind(key: str, value, default) -> None:
         return
     if not ok:
         raise ValueError(f"{key}: expected {kind} (default {default!r}), got {value!r}")
+    if type(default) is int and default > 0 and value < 1:  # a count or a size
+        raise ValueError(f"{key}: {value} must be at least 1 (default {default!r})")
 
 
 def make_gymnax_env(env_id: str, num_envs: int, **kwargs) -> VecEnv:

@@ -103,7 +103,7 @@ def make_logger(
             [memory, *shown, *extra], config.batch_size, members_of(config), quiet=not console
         )
     out_dir = Path(out_dir)
-    backends: list[Backend] = [JsonlBackend(out_dir)]
+    backends: list[Backend] = [JsonlBackend(out_dir, start_update)]
     for name in config.logging.backends:
         if name == "console" and not console:
             continue

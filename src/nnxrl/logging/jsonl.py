@@ -25,19 +25,26 @@ RECORD_FILES = ("metrics.jsonl", "metrics_aggregate.jsonl")
 
 
 def read_records(path: Path) -> list[dict]:
-    """The records of a JSONL file; a line that is not JSON is an error naming the
-    file and line (a run cut short mid-line is trimmed by --resume, not here)."""
+    """The records of a JSONL file; a line that is not a JSON record with an integer
+    ``update`` is a ValueError naming the file and line (a run cut short mid-line is
+    trimmed by --resume, not here)."""
     records = []
     if not path.exists():
         return records
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError:
             raise ValueError(
                 f"{path}, line {number}: not a complete JSON record (was the run killed "
                 "while writing it? `nnxrl train --resume` trims such a line)"
             ) from None
+        if not isinstance(record, dict) or not isinstance(record.get("update"), int):
+            raise ValueError(
+                f"{path}, line {number}: not an nnxrl record (a JSON object with an integer "
+                f"'update'); got {line[:80]!r}"
+            )
+        records.append(record)
     return records
 
 
@@ -104,12 +111,12 @@ class JsonlBackend:
     name = "jsonl"
     retry_seconds = 30.0  # how long a failed write is retried before the run is stopped
 
-    def __init__(self, out_dir: str | Path):
+    def __init__(self, out_dir: str | Path, start_update: int = 0):
         self.paths = {name: Path(out_dir) / name for name in RECORD_FILES}
         self.files: dict[str, int] = {}  # name -> file descriptor
         self.error: OSError | None = None  # set when a write failed for good
         self.unwritten: list[LogBatch] = []  # batches not (fully) written since then
-        self.recorded_through = 0  # the last update both files hold
+        self.recorded_through = start_update  # the last update both files hold
 
     def open(self) -> None:
         pass  # files are opened at the first write: a failed start leaves none

@@ -1,0 +1,92 @@
+"""Will a run fit? XLA's own memory analysis of the compiled programs against the
+memory the devices have, checked before the first state is made.
+
+Compiling costs seconds whatever the sizes, so a config that cannot fit (a width of
+100,000, 100,000 seeds, a million envs) is refused with the estimate and the keys
+that set it, instead of failing with an out-of-memory traceback minutes later. The
+estimate is XLA's per device: the arguments and outputs of a program (the run state,
+less what is donated) plus its temporary buffers (the rollout, activations,
+gradients). On CPU every device shares the host's memory, so the need of all local
+devices is set against what the host has available.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+
+from nnxrl import config as config_lib
+
+GIB = 2**30
+
+
+def check_fits(config: config_lib.Config, compiled: dict[str, Any]) -> None:
+    """A ConfigError when the largest of the ``compiled`` programs (name -> compiled)
+    needs more memory than the devices have (see the module docstring)."""
+    needs = {name: program_bytes(program) for name, program in compiled.items()}
+    needs = {name: need for name, need in needs.items() if need is not None}
+    if not needs:
+        return  # this backend gives no analysis
+    name, need = max(needs.items(), key=lambda item: item[1])
+    devices = jax.local_devices()
+    have, where = available_bytes(devices[0])
+    if have is None:
+        return
+    if devices[0].platform == "cpu":
+        need *= len(devices)  # the CPU devices share the host's memory
+    if need <= have:
+        return
+    algo = config.algo
+    raise config_lib.ConfigError(
+        f"this config needs about {need / GIB:,.1f} GiB ({name}, as XLA compiled it) but "
+        f"{where} has {have / GIB:,.1f} GiB available; lower num_seeds ({config.num_seeds}"
+        f"{' x settings' if config.is_sweep else ''}), env.num_envs ({config.env.num_envs}), "
+        f"{algo}.num_steps ({config.algo_config.num_steps}) or network.width "
+        f"({config.network.width}), or train on a device with more memory"
+    )
+
+
+def program_bytes(compiled: Any) -> int | None:
+    """Memory one compiled program holds at its peak on each device, by XLA's count."""
+    try:
+        m = compiled.memory_analysis()
+    except Exception:  # not every backend or release has it
+        return None
+    if m is None:
+        return None
+    return (
+        m.argument_size_in_bytes
+        + m.output_size_in_bytes
+        - m.alias_size_in_bytes
+        + m.temp_size_in_bytes
+    )
+
+
+def available_bytes(device: Any) -> tuple[int | None, str]:
+    """(bytes available, what in words): a GPU's limit, or the host's free memory."""
+    stats = None
+    try:
+        stats = device.memory_stats()
+    except Exception:
+        pass
+    if stats and "bytes_limit" in stats:
+        free = stats["bytes_limit"] - stats.get("bytes_in_use", 0)
+        return free, f"{device.device_kind} {device.id}"
+    return host_available_bytes(), "this machine"
+
+
+def host_available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux), else the physical memory, else None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None

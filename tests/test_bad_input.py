@@ -1,0 +1,223 @@
+"""Bad input beyond the config keys: damaged run artifacts, plugins, environment
+variables, paths, sizes that cannot fit. Each gets one clear line naming the thing
+(exit 2), never a traceback, and nothing is written."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nnxrl import config as config_lib
+from nnxrl.cli import main
+from nnxrl.training import run_training
+
+ROOT = Path(__file__).parents[1]
+CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
+SHORT = [
+    "total_env_steps=2048",
+    "ppo.num_steps=32",
+    "ppo.num_minibatches=2",
+    "logging.backends=[]",
+    "logging.updates_per_chunk=4",
+    "checkpoint.every_updates=8",
+]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("run") / "run"
+    run_training(config_lib.load(CARTPOLE, SHORT), out, quiet=True)
+    return out
+
+
+def refused(capsys, args: list[str], expected: str) -> str:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err, err
+    return err
+
+
+# -- damaged run artifacts ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "spec,expected",
+    [("- 1\n- 2\n", "lacks env, network, num_seeds"), ("network: {}\nnum_seeds: 1\n", "lacks env")],
+)
+def test_a_damaged_policy_yaml_is_named(run, tmp_path, capsys, spec, expected):
+    policy = tmp_path / "policy"
+    shutil.copytree(run / "policy", policy)
+    (policy / "policy.yaml").write_text(spec)
+    err = refused(capsys, ["eval", str(policy), "--episodes", "1"], expected)
+    assert "policy.yaml is not a saved policy's spec" in err
+
+
+def test_a_checkpoint_whose_meta_is_a_list_is_named(run, tmp_path, capsys):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(run, damaged)
+    (damaged / "checkpoints" / "16" / "meta" / "metadata").write_text("[1, 2, 3]")  # JSON
+    err = refused(capsys, ["export", str(damaged), "--out", str(tmp_path / "p")], "meta item")
+    assert "checkpoints/16" in err and "--step" in err
+    refused(capsys, ["train", "--resume", str(damaged)], "meta item")
+
+
+def test_a_garbled_nonfinite_marker_is_named(run, tmp_path, capsys):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(run, damaged)
+    (damaged / "nonfinite.json").write_text("{garbled")
+    err = refused(capsys, ["train", "--resume", str(damaged)], "nonfinite.json is damaged")
+    assert f"rm {damaged / 'nonfinite.json'}" in err
+
+
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        ("", "holds no records yet"),
+        ("[1, 2]\n", "line 1: not an nnxrl record"),
+        ('{"seed": 0}\n', "line 1: not an nnxrl record"),
+        ('{"update": 1}\n', "line 1: a record without an integer 'seed'"),
+        (b'{"update": 1, "seed": 0}\n\xff\xfe\x00garbage\n', "line 2: not a complete JSON record"),
+    ],
+)
+def test_plot_names_records_it_cannot_read_and_writes_no_png(tmp_path, capsys, content, expected):
+    run = tmp_path / "run"
+    run.mkdir()
+    data = content if isinstance(content, bytes) else content.encode()
+    (run / "metrics.jsonl").write_bytes(data)
+    out = tmp_path / "plot.png"
+    refused(capsys, ["plot", str(run), "--out", str(out)], expected)
+    assert not out.exists()
+
+
+def test_checkpoints_that_are_a_file_are_refused_before_training(run, tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "checkpoints").write_text("not a folder")
+    err = refused(
+        capsys,
+        ["train", CARTPOLE, "--out", str(out)] + sum((["--set", o] for o in SHORT), []),
+        "checkpoints is a file",
+    )
+    assert not (out / "metrics.jsonl").exists(), err
+
+
+# -- eval sizes ----------------------------------------------------------------------------
+
+
+def test_eval_plays_many_episodes_in_batches_with_progress(run, tmp_path, capsys):
+    report = tmp_path / "eval.json"
+    assert main(["eval", str(run), "--episodes", "1100", "--json", str(report)]) == 0
+    err = capsys.readouterr().err
+    assert "eval: 1,024 of 1,100 episodes per seed" in err
+    assert "eval: 1,100 of 1,100 episodes per seed" in err
+    assert json.loads(report.read_text())["seeds"][0]["episodes"] == 1100
+
+
+def test_eval_refuses_more_episodes_than_it_can_play(run, capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", str(run), "--episodes", "100000000"])
+    assert "--episodes: 100000000 is out of range" in capsys.readouterr().err
+
+
+# -- plugins -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source,expected",
+    [
+        ("x = (\n", "failed while being imported (SyntaxError"),
+        ("raise RuntimeError('boom')\n", "failed while being imported (RuntimeError: boom; at"),
+        ("import sys\nsys.exit(0)\n", "called sys.exit(0) while being imported"),
+    ],
+)
+def test_a_failing_plugin_is_named_and_nothing_trains(tmp_path, capsys, source, expected):
+    plugin = tmp_path / "my_plugin.py"
+    plugin.write_text(source)
+    out = tmp_path / "run"
+    err = refused(capsys, ["--plugin", str(plugin), "train", CARTPOLE, "--out", str(out)], expected)
+    assert "my_plugin.py" in err and not out.exists()
+
+
+# -- the environment -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["abc", "0"])
+def test_a_bad_jax_num_cpu_devices_is_named(value):
+    env = {**os.environ, "JAX_NUM_CPU_DEVICES": value}
+    done = subprocess.run(
+        [sys.executable, "-m", "nnxrl.cli", "configs"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"JAX_NUM_CPU_DEVICES='{value}': expected a count of CPU devices >= 1" in done.stderr
+
+
+def test_process_group_variables_are_checked(monkeypatch):
+    from nnxrl.config import DistributedConfig
+    from nnxrl.devices import process_group
+
+    monkeypatch.setenv("JAX_COORDINATOR_ADDRESS", "127.0.0.1:1234")
+    monkeypatch.setenv("NNXRL_NUM_PROCESSES", "abc")
+    with pytest.raises(config_lib.ConfigError, match="NNXRL_NUM_PROCESSES='abc': expected an int"):
+        process_group(DistributedConfig())
+    monkeypatch.delenv("JAX_COORDINATOR_ADDRESS")
+    monkeypatch.delenv("NNXRL_NUM_PROCESSES")
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    monkeypatch.setenv("SLURM_NTASKS", "2")
+    with pytest.raises(config_lib.ConfigError, match="SLURM_NTASKS=2 asks for 2 processes"):
+        process_group(DistributedConfig())
+    assert process_group(DistributedConfig(enabled=False)) is None
+
+
+def test_an_unreachable_coordinator_is_a_bounded_wait_naming_the_address(tmp_path):
+    """Process 1 of a group whose process 0 never comes: the wait ends after
+    distributed.timeout_seconds with the address in the message."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sets = [
+        f"distributed.coordinator_address=127.0.0.1:{port}",
+        "distributed.num_processes=2",
+        "distributed.process_id=1",  # process 0 never starts
+        "distributed.timeout_seconds=5",
+        *SHORT,
+    ]
+    args = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(tmp_path / "r")]
+    done = subprocess.run(
+        args + sum((["--set", o] for o in sets), []),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert f"no coordinator answers at 127.0.0.1:{port} after 5 s" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# -- paths and sizes -------------------------------------------------------------------------
+
+
+def test_an_out_name_over_the_os_limit_is_named(tmp_path, capsys):
+    out = tmp_path / ("x" * 300)
+    err = refused(capsys, ["train", CARTPOLE, "--out", str(out)], "File name too long")
+    assert "..." in err  # the name is shortened in the message
+
+
+def test_a_config_that_cannot_fit_in_memory_is_refused_with_the_estimate(tmp_path, capsys):
+    out = tmp_path / "run"
+    overrides = [*SHORT, "network.width=65536"]
+    args = ["train", CARTPOLE, "--out", str(out)] + sum((["--set", o] for o in overrides), [])
+    err = refused(capsys, args, "this config needs about")
+    assert "GiB available; lower num_seeds (1)" in err and "network.width (65536)" in err
+    assert not (out / "metrics.jsonl").exists()
