@@ -134,3 +134,47 @@ def test_runs_sharing_a_folders_mlflow_store_at_once_each_get_every_point(tmp_pa
         history = client.get_metric_history(run_id, "episode_return_window")
         # at every update's env steps (4 envs x 32 steps each)
         assert sorted(m.step for m in history) == [128 * u for u in range(1, 41)], run
+
+
+class DeleteStore:
+    """A backend that deletes the folder's MLflow store once update 8 is recorded and
+    the MLflow run has been made in it (backends start in threads of their own)."""
+
+    name = "delete-store"
+
+    def __init__(self, run: Path, store: Path):
+        self.run, self.store, self.deleted = run, store, False
+
+    def open(self) -> None:
+        pass
+
+    def write(self, batch) -> None:
+        if self.deleted or batch.aggregates[-1]["update"] < 8:
+            return
+        deadline = time.monotonic() + 120
+        while not (self.run / "mlflow_run_id").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.store.unlink()
+        self.deleted = True
+
+    def close(self, status: str) -> None:
+        pass
+
+
+def test_a_store_deleted_mid_run_gets_the_whole_run_at_the_end(tmp_path, capfd):
+    from mlflow import MlflowClient
+
+    from nnxrl import config as config_lib
+    from nnxrl.logging.mlflow_tracker import local_store_path, local_store_uri
+    from nnxrl.training import run_training
+
+    run = tmp_path / "runs" / "run"
+    store = local_store_path(run)
+    config = config_lib.load(CARTPOLE, [*SHORT, "logging.backends=[mlflow]"])
+    run_training(config, run, quiet=True, extra_backends=(DeleteStore(run, store),))
+    assert "was deleted or replaced during the run" in capfd.readouterr().err
+    client = MlflowClient(tracking_uri=local_store_uri(run))
+    run_id = (run / "mlflow_run_id").read_text().strip()
+    assert client.get_run(run_id).info.status == "FINISHED"
+    history = client.get_metric_history(run_id, "episode_return_window")
+    assert sorted(m.step for m in history) == [128 * u for u in range(1, 41)]

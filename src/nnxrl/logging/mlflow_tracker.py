@@ -61,6 +61,16 @@ def local_store_uri_of(path: Path) -> str:
     return f"sqlite:///{path.resolve().as_posix()}"
 
 
+def store_identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the store file, None when it is missing: a store deleted or
+    replaced under a run shows as a change."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def check_sqlite_store(uri: str) -> None:
     """Fail at once when a SQLite store cannot be written (MLflow itself retries the
     connection 10 times with doubling waits, about 100 s, before it gives up)."""
@@ -163,6 +173,8 @@ class MlflowBackend:
 
         logging.getLogger("mlflow").setLevel(logging.WARNING)
         logging.getLogger("alembic").setLevel(logging.WARNING)
+        # its tracebacks of a failed query: nnxrl says what failed in one line instead
+        logging.getLogger("mlflow.store.db.utils").setLevel(logging.CRITICAL)
         logging.getLogger("urllib3").setLevel(logging.ERROR)
         for name, value in HTTP_DEFAULTS.items():
             os.environ.setdefault(name, value)
@@ -173,6 +185,8 @@ class MlflowBackend:
             self._open_local_store()
         else:
             self.client = mlflow.MlflowClient(tracking_uri=self.tracking_uri)
+        if self.local:
+            self.store_id = store_identity(self.store)
         if self.run_id is not None and self._continue_run():
             return
         self._create_run()
@@ -301,6 +315,15 @@ class MlflowBackend:
             self.skip_through = aggregates[-1]["env_steps"]
 
     def write(self, batch: LogBatch) -> None:
+        try:
+            self._write(batch)
+        except Exception:
+            if not (self.local and store_identity(self.store) != self.store_id):
+                raise
+            self._store_lost()  # the store went away under the run: make it again
+            self._write(batch)
+
+    def _write(self, batch: LogBatch) -> None:
         now = int(time.time() * 1000)
         by_run: dict[str, list] = {}  # run id -> its metrics
         for a in batch.aggregates:
@@ -368,9 +391,28 @@ class MlflowBackend:
         self._locked_retry(self.client.log_artifact, self.run_id, str(path), "media")
 
     def close(self, status: str) -> None:
+        if self.local and store_identity(self.store) != self.store_id:
+            self._store_lost()
         for child in self.children.values():
             self._locked_retry(self.client.set_terminated, child, status=_STATUS[status])
         self._locked_retry(self.client.set_terminated, self.run_id, status=_STATUS[status])
+
+    def _store_lost(self) -> None:
+        """The shared store was deleted or replaced while the run wrote to it: make or
+        open the store at its path again and send it the run from metrics.jsonl, as for
+        a broken store (at the next write that fails, or at the end)."""
+        print(
+            f"nnxrl: the MLflow store {self.store} was deleted or replaced during the run; "
+            "making it again and sending it the run's records of metrics.jsonl",
+            file=sys.stderr,
+            flush=True,
+        )
+        forget_engine(self.tracking_uri)
+        self._open_local_store()
+        self.store_id = store_identity(self.store)
+        self._create_run()
+        self.skip_through, self.start_update = -1, self.num_updates
+        self._resend_records()  # what metrics.jsonl holds so far
 
     def _locked_retry(self, call: Any, *args: Any, **kwargs: Any) -> Any:
         """``call``, retried while another process holds the SQLite store's write lock."""
