@@ -367,6 +367,26 @@ def test_disk_full_while_writing_a_checkpoint_is_a_clear_error(small_disk):
     np.testing.assert_array_equal(state["w"], np.arange(10))
 
 
+def test_checkpoints_too_big_for_the_disk_fail_in_one_line_each(small_disk):
+    """This run's checkpoints (~6.5 MB each) overflow the 8 MB disk from the second
+    on: each failure is one line (no pages of tracebacks from the writer's late
+    callbacks), training goes on, the run ends with exit 4 and no partial checkpoint
+    is left."""
+    out = small_disk / "run"
+    overrides = [
+        "network.width=512",
+        "total_env_steps=4096",
+        "logging.updates_per_chunk=2",
+        "checkpoint.every_updates=2",
+        "logging.backends=[]",
+    ]
+    done = run_cli(["train", CARTPOLE, "--out", str(out)] + sets(overrides), 300)
+    assert done.returncode == 4, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "Event loop is closed" not in done.stderr
+    assert done.stderr.count("could not write the checkpoint for update 4 ") == 1
+    assert [p.name for p in (out / "checkpoints").iterdir()] == ["2"]
+
+
 @pytest.mark.timed
 def test_a_store_left_half_made_by_a_kill_is_repaired_on_resume(tmp_path):
     """SIGKILL while MLflow creates its store (the first seconds of a run)."""

@@ -103,20 +103,22 @@ def save(run_dir: str | Path, update: int, state: Any, meta: dict, keep: int | N
     items = {f"leaf_{i:05d}": a for i, a in enumerate(arrays) if a.size}
     directory = checkpoint_dir(run_dir)
     try:
-        manager = _manager(directory, keep, create=True)
-        try:
-            if int(update) in manager.all_steps():  # from before a --resume --step: replace
-                manager.delete(int(update))
-            manager.save(
-                int(update),
-                args=ocp.args.Composite(
-                    state=ocp.args.StandardSave(items), meta=ocp.args.JsonSave(meta)
-                ),
-                force=True,
-            )
-            manager.wait_until_finished()
-        finally:
-            manager.close()
+        # a failed write leaves tensorstore's late callbacks printing pages of tracebacks
+        with _quiet_if_it_fails():
+            manager = _manager(directory, keep, create=True)
+            try:
+                if int(update) in manager.all_steps():  # from before --resume --step: replace
+                    manager.delete(int(update))
+                manager.save(
+                    int(update),
+                    args=ocp.args.Composite(
+                        state=ocp.args.StandardSave(items), meta=ocp.args.JsonSave(meta)
+                    ),
+                    force=True,
+                )
+                manager.wait_until_finished()
+            finally:
+                manager.close()
     except Exception as e:  # disk full, read-only, I/O error: say so, keep the others
         _remove_partial(directory)
         reason = getattr(e, "strerror", None) or " ".join(str(e).split())[:200]
@@ -261,10 +263,11 @@ def read_items(
 
 @contextmanager
 def _quiet_if_it_fails(grace: float = 0.5) -> Iterator[None]:
-    """Hold back what the process writes to stderr while reading a checkpoint, and drop
-    it if the read fails. When Orbax gives up on a damaged file, tensorstore's pending
-    reads call back into the closed event loop and print pages of 'Event loop is
-    closed' tracebacks (for ``grace`` seconds); our CheckpointError says it all."""
+    """Hold back what the process writes to stderr while reading or writing a
+    checkpoint, and drop it if that fails. When Orbax gives up on a damaged file or a
+    full disk, tensorstore's pending operations call back into the closed event loop
+    and print pages of 'Event loop is closed' tracebacks (for ``grace`` seconds); our
+    CheckpointError or StorageError says it all."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as held:
