@@ -7,6 +7,24 @@ from pathlib import Path
 
 from nnxrl.cli import main
 
+ROOT = Path(__file__).parents[1]
+CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
+# 40 updates of CartPole, 4 envs x 32 steps, in chunks of 4, checkpointed every 8
+SHORT_CARTPOLE = [
+    "total_env_steps=5120",
+    "ppo.num_steps=32",
+    "ppo.num_minibatches=2",
+    "logging.backends=[]",
+    "logging.updates_per_chunk=4",
+    "checkpoint.every_updates=8",
+]
+
+
+def sets(overrides: list[str]) -> list[str]:
+    """``--set`` before each override."""
+    return sum((["--set", o] for o in overrides), [])
+
+
 # Craftax at a size that compiles and runs in seconds: 2 updates of 8 envs x 8 steps.
 TINY_CRAFTAX = [
     "env.num_envs=8",

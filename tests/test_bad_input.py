@@ -12,21 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_runs import CARTPOLE, SHORT_CARTPOLE, sets
 
 from nnxrl import config as config_lib
 from nnxrl.cli import main
 from nnxrl.training import run_training
 
-ROOT = Path(__file__).parents[1]
-CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
-SHORT = [
-    "total_env_steps=2048",
-    "ppo.num_steps=32",
-    "ppo.num_minibatches=2",
-    "logging.backends=[]",
-    "logging.updates_per_chunk=4",
-    "checkpoint.every_updates=8",
-]
+SHORT = [*SHORT_CARTPOLE, "total_env_steps=2048"]  # 16 updates
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +55,7 @@ def test_a_checkpoint_whose_meta_is_a_list_is_named(run, tmp_path, capsys):
     shutil.copytree(run, damaged)
     (damaged / "checkpoints" / "16" / "meta" / "metadata").write_text("[1, 2, 3]")  # JSON
     err = refused(capsys, ["export", str(damaged), "--out", str(tmp_path / "p")], "meta item")
-    assert "checkpoints/16" in err and "--step" in err
+    assert "checkpoints/16" in err and "--step" in err and "(the others: [8])" in err
     refused(capsys, ["train", "--resume", str(damaged)], "meta item")
 
 
@@ -186,7 +178,7 @@ def test_an_unreachable_coordinator_is_a_bounded_wait_naming_the_address(tmp_pat
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    sets = [
+    overrides = [
         f"distributed.coordinator_address=127.0.0.1:{port}",
         "distributed.num_processes=2",
         "distributed.process_id=1",  # process 0 never starts
@@ -195,7 +187,7 @@ def test_an_unreachable_coordinator_is_a_bounded_wait_naming_the_address(tmp_pat
     ]
     args = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(tmp_path / "r")]
     done = subprocess.run(
-        args + sum((["--set", o] for o in sets), []),
+        args + sets(overrides),
         capture_output=True,
         text=True,
         timeout=120,
@@ -217,7 +209,7 @@ def test_an_out_name_over_the_os_limit_is_named(tmp_path, capsys):
 def test_a_config_that_cannot_fit_in_memory_is_refused_with_the_estimate(tmp_path, capsys):
     out = tmp_path / "run"
     overrides = [*SHORT, "network.width=65536"]
-    args = ["train", CARTPOLE, "--out", str(out)] + sum((["--set", o] for o in overrides), [])
+    args = ["train", CARTPOLE, "--out", str(out)] + sets(overrides)
     err = refused(capsys, args, "this config needs about")
     assert "GiB available; lower num_seeds (1)" in err and "network.width (65536)" in err
     assert not (out / "metrics.jsonl").exists()

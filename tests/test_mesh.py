@@ -323,7 +323,8 @@ def test_the_process_group_comes_from_config_then_environment_then_slurm(monkeyp
     assert process_group(config().distributed) is None  # one process: nothing to join
     monkeypatch.setenv("SLURM_NTASKS", "1")
     assert process_group(config().distributed) is None
-    monkeypatch.setenv("SLURM_NTASKS", "4")  # JAX reads the rest from SLURM
+    monkeypatch.setenv("SLURM_NTASKS", "4")  # in a SLURM job JAX reads the rest from SLURM
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
     assert process_group(config().distributed) == {
         "coordinator_address": None,
         "num_processes": None,
@@ -331,6 +332,7 @@ def test_the_process_group_comes_from_config_then_environment_then_slurm(monkeyp
     }
     assert process_group(config("distributed.enabled=false").distributed) is None
     monkeypatch.delenv("SLURM_NTASKS")
+    monkeypatch.delenv("SLURM_JOB_ID")
     monkeypatch.setenv("JAX_COORDINATOR_ADDRESS", "10.0.0.1:1234")
     monkeypatch.setenv("NNXRL_NUM_PROCESSES", "2")
     monkeypatch.setenv("NNXRL_PROCESS_ID", "1")

@@ -14,20 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_runs import CARTPOLE, SHORT_CARTPOLE
 
-ROOT = Path(__file__).parents[1]
-CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
-# 40 updates of 4 envs x 32 steps, in chunks of 4, checkpointed every 8
-SHORT = [
-    "total_env_steps=5120",
-    "ppo.num_steps=32",
-    "ppo.num_minibatches=2",
-    "logging.updates_per_chunk=4",
-    "checkpoint.every_updates=8",
-]
+SHORT = [o for o in SHORT_CARTPOLE if not o.startswith("logging.backends")]
 # the same run made long (40,000 updates): it still writes when a second writer comes
 # (however slowly that one starts), and is then stopped with SIGINT
-LONG = [*SHORT[1:], "total_env_steps=5120000"]
+LONG = [*SHORT, "total_env_steps=5120000"]
 
 
 def nnxrl(*args: str, overrides: list[str] = (), backends: str = "[]") -> subprocess.Popen:

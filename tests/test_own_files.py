@@ -10,27 +10,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from cli_runs import CARTPOLE, SHORT_CARTPOLE, sets
 
 from nnxrl import config as config_lib
 from nnxrl.cli import main
 from nnxrl.stop import Stopped
 from nnxrl.training import run_training
 
-ROOT = Path(__file__).parents[1]
-CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
-# 40 updates of 4 envs x 32 steps, in chunks of 4, checkpointed every 8
-SHORT = [
-    "total_env_steps=5120",
-    "ppo.num_steps=32",
-    "ppo.num_minibatches=2",
-    "logging.backends=[]",
-    "logging.updates_per_chunk=4",
-    "checkpoint.every_updates=8",
-]
-
-
-def sets(overrides: list[str]) -> list[str]:
-    return sum((["--set", o] for o in overrides), [])
+SHORT = SHORT_CARTPOLE
 
 
 @pytest.fixture(scope="module")

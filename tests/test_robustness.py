@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runs import CARTPOLE, SHORT_CARTPOLE, sets
 
 from nnxrl import checkpoint
 from nnxrl import config as config_lib
@@ -31,20 +32,8 @@ from nnxrl.stop import Stopped
 from nnxrl.training import run_training
 
 ROOT = Path(__file__).parents[1]
-CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
 # 160 updates of 4 envs x 32 steps, in chunks of 4, checkpointed every 8
-RUN = [
-    "total_env_steps=20480",
-    "ppo.num_steps=32",
-    "ppo.num_minibatches=2",
-    "logging.backends=[]",
-    "logging.updates_per_chunk=4",
-    "checkpoint.every_updates=8",
-]
-
-
-def sets(overrides: list[str]) -> list[str]:
-    return sum((["--set", o] for o in overrides), [])
+RUN = [*SHORT_CARTPOLE, "total_env_steps=20480"]
 
 
 def cli_env() -> dict:
@@ -332,18 +321,24 @@ def test_a_lasting_disk_full_stops_the_run_which_then_resumes_exactly(
     assert records(out) == records(reference)
 
 
-def test_when_only_the_metrics_file_fails_the_checkpoint_keeps_its_records(
-    reference, tmp_path, monkeypatch, capsys
-):
+def fail_metrics_after(monkeypatch, update: int) -> None:
+    """Make every write of metrics.jsonl after ``update`` an I/O error (the checkpoint
+    is still written), retried for only 0.2 s."""
     monkeypatch.setattr(JsonlBackend, "retry_seconds", 0.2)
     original = JsonlBackend._append_once
 
     def failing(self, name, data):
-        if json.loads(data.split(b"\n", 1)[0])["update"] > 100:
+        if json.loads(data.split(b"\n", 1)[0])["update"] > update:
             raise OSError(errno.EIO, "Input/output error")
         return original(self, name, data)
 
     monkeypatch.setattr(JsonlBackend, "_append_once", failing)
+
+
+def test_when_only_the_metrics_file_fails_the_checkpoint_keeps_its_records(
+    reference, tmp_path, monkeypatch, capsys
+):
+    fail_metrics_after(monkeypatch, 100)
     out = tmp_path / "run"
     assert main(["train", CARTPOLE, "--out", str(out)] + sets(RUN)) == 4
     err = capsys.readouterr().err
@@ -353,6 +348,20 @@ def test_when_only_the_metrics_file_fails_the_checkpoint_keeps_its_records(
     assert main(["train", "--resume", str(out)]) == 0  # writes them back; nothing to train
     assert records(out) == records(reference)
     assert (out / "policy" / "policy.yaml").is_file()
+
+
+def test_a_resumed_run_whose_metrics_fail_keeps_the_records_before_its_start(
+    reference, tmp_path, monkeypatch, capsys
+):
+    out = tmp_path / "run"
+    with pytest.raises(Stopped):
+        run_training(config_lib.load(CARTPOLE, RUN), out, quiet=True, stop_after=24)
+    fail_metrics_after(monkeypatch, 100)
+    assert main(["train", "--resume", str(out)]) == 4
+    assert "holds updates up to 100" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert main(["train", "--resume", str(out)]) == 0  # updates 1-24 are still there
+    assert records(out) == records(reference)
 
 
 def test_disk_full_while_writing_a_checkpoint_is_a_clear_error(small_disk):

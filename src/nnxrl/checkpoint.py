@@ -149,6 +149,11 @@ def available(run_dir: str | Path) -> list[int]:
     return sorted(_manager(directory).all_steps())
 
 
+def others(run_dir: str | Path, damaged: int) -> list[int]:
+    """The checkpoints besides ``damaged``, to name in its error message."""
+    return [u for u in available(run_dir) if u != damaged]
+
+
 def latest(run_dir: str | Path) -> int:
     steps = available(run_dir)
     if not steps:
@@ -247,14 +252,14 @@ def read_items(
             f"checkpoint {where} is damaged or incomplete and cannot be read "
             f"({type(e).__name__}: {str(e).splitlines()[0][:200]}); use an earlier one with "
             f"--step U (`nnxrl train --resume RUN_DIR --step U`, and eval, render and "
-            f"export take it too; available: {available(run_dir)})"
+            f"export take it too; the others: {others(run_dir, update)})"
         ) from e
     meta = restored.meta
     if not isinstance(meta, dict) or not all(k in meta for k in META_KEYS):
         raise CheckpointError(
             f"checkpoint {where}: its meta item is not the one nnxrl writes (expected a JSON "
             f"object with {', '.join(META_KEYS)}); use an earlier one with --step U "
-            f"(available: {available(run_dir)})"
+            f"(the others: {others(run_dir, update)})"
         )
     meta = dict(meta)
     meta["where"] = str(where)

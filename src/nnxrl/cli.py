@@ -494,10 +494,10 @@ def load_plugins(names: Sequence[str]) -> None:
     from pathlib import Path
 
     for entry in entry_points(group=PLUGIN_GROUP):
-        with plugin_errors(f"the installed plugin {entry.name!r} ({entry.value})"):
+        with plugin_errors("plugin entry point", f"{entry.name} ({entry.value})"):
             entry.load()
     for name in names:
-        with plugin_errors(f"--plugin {name!r}"):
+        with plugin_errors("--plugin", name):
             if name.endswith(".py"):
                 path = Path(name)
                 if not path.is_file():
@@ -511,20 +511,20 @@ def load_plugins(names: Sequence[str]) -> None:
 
 
 @contextmanager
-def plugin_errors(what: str) -> Iterator[None]:
-    """Whatever importing a plugin raises (or a ``sys.exit`` in it) becomes a
+def plugin_errors(what: str, name: str) -> Iterator[None]:
+    """Whatever importing plugin ``name`` raises (or a ``sys.exit`` in it) becomes a
     ConfigError that names the plugin, the error and the line it came from."""
     try:
         yield
     except (ImportError, FileNotFoundError) as e:
         raise config_lib.ConfigError(
-            f"{what}: cannot import it ({type(e).__name__}: {e}); give a module name on "
-            "the Python path or the path of a .py file"
+            f"{what}: cannot import {name!r} ({type(e).__name__}: {e}); give a module name "
+            "on the Python path or the path of a .py file"
         ) from None
     except SystemExit as e:
         raise config_lib.ConfigError(
-            f"{what} called sys.exit({e.code!r}) while being imported; a plugin should only "
-            "define and register envs, add-ons or networks"
+            f"{what}: {name!r} called sys.exit({e.code!r}) while being imported; a plugin "
+            "should only define and register envs, add-ons or networks"
         ) from None
     except Exception as e:
         if isinstance(e, SyntaxError):
@@ -533,8 +533,8 @@ def plugin_errors(what: str) -> Iterator[None]:
             frame = traceback.extract_tb(e.__traceback__)[-1]
             place = f"{frame.filename}, line {frame.lineno}"
         raise config_lib.ConfigError(
-            f"{what} failed while being imported ({type(e).__name__}: {e}; at {place}); fix "
-            "the plugin or leave it out"
+            f"{what}: {name!r} failed while being imported ({type(e).__name__}: {e}; at "
+            f"{place}); fix the plugin or leave it out"
         ) from None
 
 

@@ -15,8 +15,8 @@ import os
 import shutil
 from pathlib import Path
 
-from nnxrl.config import ConfigError
 from nnxrl.errors import StorageError
+from nnxrl.schema import ConfigError
 
 # Every name nnxrl writes in a run directory (the lock is run_lock's).
 RUN_FILES = (

@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from nnxrl.config import ConfigError
 from nnxrl.errors import StorageError
+from nnxrl.schema import ConfigError
 
 LOCK_FILE = ".nnxrl.lock"
 
