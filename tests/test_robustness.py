@@ -364,6 +364,15 @@ def test_a_resumed_run_whose_metrics_fail_keeps_the_records_before_its_start(
     assert records(out) == records(reference)
 
 
+def test_a_disk_full_at_the_start_leaves_no_empty_config_and_no_traceback(small_disk, capsys):
+    fill(small_disk)
+    out = small_disk / "run"
+    assert main(["train", CARTPOLE, "--out", str(out)] + sets(RUN)) == 4
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and "Traceback" not in err, err
+    assert not (out / "config.yaml").exists()
+
+
 def test_disk_full_while_writing_a_checkpoint_is_a_clear_error(small_disk):
     run = small_disk / "run"
     checkpoint.save(run, 1, {"w": np.arange(10, dtype=np.float32)}, {"config": {}})

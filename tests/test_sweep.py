@@ -151,6 +151,20 @@ def test_best_yaml_trained_alone_reproduces_its_setting(sweep_run, tmp_path, cap
         assert_close_records(got, want)
 
 
+def test_sweep_report_never_writes_through_a_linked_best_yaml(sweep_run, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(sweep_run, copy)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    (copy / "best.yaml").unlink()
+    (copy / "best.yaml").symlink_to(notes)
+    assert main(["sweep-report", str(copy)]) == 2
+    assert "best.yaml is a symbolic link" in capsys.readouterr().err
+    assert notes.read_text() == "my notes\n"
+
+
 def test_a_stopped_sweep_resumes_bit_exactly(sweep_run, tmp_path):
     out = tmp_path / "resumed"
     overrides = [*SMALL, *GRID, "logging.backends=[]"]
