@@ -18,6 +18,8 @@ loaded, before it is validated. Once JAX has started it changes nothing; an expl
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -41,51 +43,38 @@ def start_jax(mesh: MeshConfig, distributed: DistributedConfig) -> None:
 
 
 def join_process_group(settings: dict[str, Any], timeout: int) -> None:
-    """``jax.distributed.initialize``, waiting at most ``timeout`` seconds; a failure is
-    a ConfigError that names the address and what to check."""
-    address = settings["coordinator_address"]
-    if address and settings["process_id"] not in (None, 0):
-        wait_for_coordinator(address, timeout)
+    """``jax.distributed.initialize``, waiting at most ``timeout`` seconds for the
+    coordinator and the other processes. JAX's own client ends the whole process
+    (an abort, no Python exception) when its deadline passes, so a watchdog thread
+    gives up first: it prints one line naming the address and what to check, and
+    exits with status 2 (nothing has been written yet: this runs as the config loads).
+    An error JAX raises is a ConfigError with the same advice."""
+    address = settings["coordinator_address"] or "(none given, and none detected)"
+    advice = (
+        f"could not join the process group at coordinator {address} within {timeout} s. "
+        "Check that process 0 runs and listens at that host:port, that every one of the "
+        f"{settings['num_processes'] or '?'} processes was started with its own process_id, "
+        "and that the address is reachable from here; or set distributed.timeout_seconds, "
+        "distributed.coordinator_address (or JAX_COORDINATOR_ADDRESS), or "
+        "distributed.enabled: false for one process"
+    )
+    watchdog = threading.Timer(
+        timeout, give_up, args=(f"nnxrl: config error: distributed: {advice}",)
+    )
+    watchdog.daemon = True
+    watchdog.start()
     try:
-        jax.distributed.initialize(**settings, initialization_timeout=timeout)
+        jax.distributed.initialize(**settings, initialization_timeout=timeout + 60)
     except Exception as e:  # JAX raises RuntimeError/ValueError with XLA's status text
         detail = " ".join(str(e).split())[:300]
-        where = address or "(none given, and none detected from the cluster)"
-        raise ConfigError(
-            f"distributed: could not join the process group at coordinator {where} within "
-            f"{timeout} s ({type(e).__name__}: {detail}). Check that process 0 runs and "
-            "listens at that host:port, that every one of the "
-            f"{settings['num_processes'] or '?'} processes was started with its own "
-            "process_id, and that the address is reachable; set "
-            "distributed.coordinator_address (or JAX_COORDINATOR_ADDRESS), or "
-            "distributed.enabled: false for one process"
-        ) from None
+        raise ConfigError(f"distributed: {advice} ({type(e).__name__}: {detail})") from None
+    finally:
+        watchdog.cancel()
 
 
-def wait_for_coordinator(address: str, timeout: int) -> None:
-    """Wait until process 0's coordinator at ``address`` (host:port) accepts a
-    connection; a ConfigError after ``timeout`` seconds. JAX's own client ends the
-    whole process (abort, no Python exception) when its deadline passes, so a process
-    other than 0 checks the address first and can say what is wrong."""
-    import socket
-    import time
-
-    host, _, port = address.rpartition(":")
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=2):
-                return
-        except (OSError, ValueError) as e:
-            if time.monotonic() >= deadline or isinstance(e, ValueError):
-                raise ConfigError(
-                    f"distributed: no coordinator answers at {address} after {timeout} s "
-                    f"({e}); start process 0 (distributed.process_id=0) first, check the "
-                    "host:port it listens on (distributed.coordinator_address or "
-                    "JAX_COORDINATOR_ADDRESS) and that it is reachable from here, or raise "
-                    "distributed.timeout_seconds"
-                ) from None
-            time.sleep(0.5)
+def give_up(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+    os._exit(2)
 
 
 def jax_started() -> bool:
