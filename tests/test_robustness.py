@@ -407,9 +407,17 @@ def test_checkpoints_too_big_for_the_disk_fail_in_one_line_each(small_disk):
 
 @pytest.mark.timed
 def test_a_store_left_half_made_by_a_kill_is_repaired_on_resume(tmp_path):
-    """SIGKILL while MLflow creates its store (the first seconds of a run)."""
+    """SIGKILL while MLflow creates its store (the first seconds of a run). The run is
+    made long (800 updates, every one sent to MLflow) so that it is still training when
+    the store appears, however loaded the machine (the store comes after MLflow's
+    import, which takes seconds under load)."""
     out = tmp_path / "run"
-    overrides = [*RUN, "logging.backends=[mlflow]"]
+    overrides = [
+        *RUN,
+        "total_env_steps=102400",
+        "logging.tracker_points=1000",
+        "logging.backends=[mlflow]",
+    ]
     cmd = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out)]
     proc = subprocess.Popen(cmd + sets(overrides), stderr=subprocess.DEVNULL, env=cli_env())
     deadline = time.time() + 120
@@ -430,7 +438,7 @@ def test_a_store_left_half_made_by_a_kill_is_repaired_on_resume(tmp_path):
     finished = [r for r in runs if r.info.status == "FINISHED"]
     assert len(finished) == 1
     steps = [m.step for m in client.get_metric_history(finished[0].info.run_id, "loss/total")]
-    assert sorted(steps) == [u * 128 for u in range(1, 161)]
+    assert sorted(steps) == [u * 128 for u in range(1, 801)]
 
 
 def test_a_broken_store_is_moved_aside_and_the_records_sent_again(tmp_path, capsys):
