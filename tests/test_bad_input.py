@@ -55,8 +55,19 @@ def test_a_checkpoint_whose_meta_is_a_list_is_named(run, tmp_path, capsys):
     shutil.copytree(run, damaged)
     (damaged / "checkpoints" / "16" / "meta" / "metadata").write_text("[1, 2, 3]")  # JSON
     err = refused(capsys, ["export", str(damaged), "--out", str(tmp_path / "p")], "meta item")
-    assert "checkpoints/16" in err and "--step" in err and "(the others: [8])" in err
+    assert "checkpoints/16" in err and "--step" in err
+    assert "the others that load: [8]" in err
     refused(capsys, ["train", "--resume", str(damaged)], "meta item")
+
+
+def test_a_damaged_checkpoints_message_offers_only_the_ones_that_load(run, tmp_path, capsys):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(run, damaged)
+    (damaged / "checkpoints" / "16" / "meta" / "metadata").write_text("[1, 2, 3]")
+    for data in (damaged / "checkpoints" / "8" / "state").rglob("d/*"):
+        data.write_bytes(b"garbage")  # the arrays of 8 are gone, its meta is whole
+    err = refused(capsys, ["train", "--resume", str(damaged)], "meta item")
+    assert "the others that load: [], and [8] damaged too" in err
 
 
 def test_a_garbled_nonfinite_marker_is_named(run, tmp_path, capsys):

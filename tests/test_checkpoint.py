@@ -1,7 +1,9 @@
 """Checkpoints, exact resume, the non-finite guard, evaluation, rendering, saved policies."""
 
 import json
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -172,9 +174,11 @@ def test_resume_refuses_a_different_config_naming_the_keys(small_run, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert "network.width: 64 -> 32" in err and "num_seeds: 2 -> 3" in err
-    # a finished run is not extended
-    assert main(["train", "--resume", str(small_run)]) == 2
-    assert "already complete" in capsys.readouterr().err
+    # a finished run is not extended: resuming it trains nothing and leaves its records
+    written = (small_run / "metrics.jsonl").read_bytes()
+    assert main(["train", "--resume", str(small_run)]) == 0
+    assert "already complete (" in capsys.readouterr().err
+    assert (small_run / "metrics.jsonl").read_bytes() == written
     # and a fresh run refuses to write over it
     assert main(["train", str(ROOT / "configs/ppo-cartpole.yaml"), "--out", str(small_run)]) == 2
     assert "already holds a run" in capsys.readouterr().err
@@ -339,3 +343,19 @@ def test_resume_continues_the_same_mlflow_run_without_duplicates(tmp_path):
     assert steps == [u * config.batch_size for u in range(1, config.num_updates + 1)]
     records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["update"] for r in records] == list(range(1, config.num_updates + 1))
+    # as if killed in the end's flush, after the last checkpoint: the policy not yet
+    # exported and MLflow without its last points; resuming the complete run finishes both
+    written = (out / "metrics.jsonl").read_bytes()
+    shutil.rmtree(out / "policy")
+    run_id = runs[0].info.run_id
+    last_steps = config.batch_size * (config.num_updates - 3)
+    with sqlite3.connect(out.parent / "mlflow.db") as db:
+        db.execute("DELETE FROM metrics WHERE run_uuid = ? AND step > ?", (run_id, last_steps))
+    assert max(m.step for m in client.get_metric_history(run_id, "episode_count")) == last_steps
+    client.update_run(run_id, status="RUNNING")
+    run_training(config, out, quiet=True, resume=True)
+    history = client.get_metric_history(run_id, "episode_count")
+    assert sorted(m.step for m in history) == steps
+    assert client.get_run(run_id).info.status == "FINISHED"
+    assert (out / "metrics.jsonl").read_bytes() == written
+    assert load_policy(out / "policy").num_seeds == config.num_seeds

@@ -173,7 +173,7 @@ def test_a_copy_of_a_finished_run_is_still_recognised(finished, tmp_path, capsys
     """The checks above leave a plain run alone: eval reads it, resume says it is done."""
     copy = tmp_path / "copy"
     shutil.copytree(finished, copy)
-    assert main(["train", "--resume", str(copy)]) == 2
+    assert main(["train", "--resume", str(copy)]) == 0
     assert "already complete (40 of 40 updates)" in capsys.readouterr().err
     meta = json.loads((copy / "run.json").read_text())
     assert meta["config"]["ppo"]["num_steps"] == 32

@@ -149,9 +149,20 @@ def available(run_dir: str | Path) -> list[int]:
     return sorted(_manager(directory).all_steps())
 
 
-def others(run_dir: str | Path, damaged: int) -> list[int]:
-    """The checkpoints besides ``damaged``, to name in its error message."""
-    return [u for u in available(run_dir) if u != damaged]
+def others(run_dir: str | Path, damaged: int) -> str:
+    """The checkpoints besides ``damaged``, to name in its error message: each is read
+    in full, so the ones offered are ones that load, and damaged ones are said so."""
+    whole, broken = [], []
+    for update in available(run_dir):
+        if update == damaged:
+            continue
+        try:
+            read_items(run_dir, update, with_state=True, name_others=False)
+        except CheckpointError:
+            broken.append(update)
+        else:
+            whole.append(update)
+    return f"{whole}" + (f", and {broken} damaged too" if broken else "")
 
 
 def latest(run_dir: str | Path) -> int:
@@ -216,9 +227,14 @@ def _target(shape: tuple, dtype: Any, sharding: Any) -> Any:
 
 
 def read_items(
-    run_dir: str | Path, update: int | None, with_state: bool, targets: dict | None = None
+    run_dir: str | Path,
+    update: int | None,
+    with_state: bool,
+    targets: dict | None = None,
+    name_others: bool = True,
 ) -> tuple[dict, dict]:
-    """(arrays by leaf name or {}, meta) of a checkpoint; errors are CheckpointErrors.
+    """(arrays by leaf name or {}, meta) of a checkpoint; errors are CheckpointErrors,
+    naming the other checkpoints that load when ``name_others``.
     Arrays come back as ``targets`` says (``_target``), by default as NumPy."""
     import orbax.checkpoint as ocp
 
@@ -231,7 +247,7 @@ def read_items(
         )
     args = {"meta": ocp.args.JsonRestore()}
     if with_state and targets is None:  # NumPy, whatever devices wrote the checkpoint
-        meta = read_items(run_dir, update, with_state=False)[1]
+        meta = read_items(run_dir, update, with_state=False, name_others=name_others)[1]
         shapes = zip(meta["shapes"], meta["dtypes"], strict=True)
         targets = {
             f"leaf_{i:05d}": np.empty(shape, np.dtype(dtype))
@@ -248,22 +264,27 @@ def read_items(
             finally:
                 manager.close()
     except Exception as e:  # Orbax/tensorstore errors: name the checkpoint, not the internals
+        reason = str(e).splitlines()[0][:200] if str(e) else ""
         raise CheckpointError(
             f"checkpoint {where} is damaged or incomplete and cannot be read "
-            f"({type(e).__name__}: {str(e).splitlines()[0][:200]}); use an earlier one with "
+            f"({type(e).__name__}: {reason}); use an earlier one with "
             f"--step U (`nnxrl train --resume RUN_DIR --step U`, and eval, render and "
-            f"export take it too; the others: {others(run_dir, update)})"
+            f"export take it too{_the_others(run_dir, update, name_others)})"
         ) from e
     meta = restored.meta
     if not isinstance(meta, dict) or not all(k in meta for k in META_KEYS):
         raise CheckpointError(
             f"checkpoint {where}: its meta item is not the one nnxrl writes (expected a JSON "
-            f"object with {', '.join(META_KEYS)}); use an earlier one with --step U "
-            f"(the others: {others(run_dir, update)})"
+            f"object with {', '.join(META_KEYS)}); use an earlier one with --step U"
+            f"{_the_others(run_dir, update, name_others)}"
         )
     meta = dict(meta)
     meta["where"] = str(where)
     return (restored.state if with_state else {}), meta
+
+
+def _the_others(run_dir: str | Path, update: int, name_others: bool) -> str:
+    return f"; the others that load: {others(run_dir, update)}" if name_others else ""
 
 
 @contextmanager

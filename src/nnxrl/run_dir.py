@@ -145,10 +145,14 @@ def prepare(
     update = usable[-1] if usable else 0
     _refuse_nonfinite(out_dir, update, config.algo)
     if update >= config.num_updates and not rewritten:
-        raise config_lib.ConfigError(
-            f"--resume: the run in {out_dir} is already complete ({update} of "
-            f"{config.num_updates} updates); a resumed run continues the same run, it does "
-            "not extend it (total_env_steps sets the learning-rate schedule)"
+        print(
+            f"nnxrl: the run in {out_dir} is already complete ({update} of "
+            f"{config.num_updates} updates): resuming it trains nothing and finishes only "
+            "what a stop during its end may have left undone (the exported policy, the "
+            "trackers' records). A resumed run does not extend a run (total_env_steps "
+            "sets the learning-rate schedule): train a new one to go further",
+            file=sys.stderr,
+            flush=True,
         )
     truncate_after(out_dir, update, config.num_members)
     run_id_file = out_dir / "mlflow_run_id"

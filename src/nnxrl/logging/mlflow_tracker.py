@@ -187,11 +187,10 @@ class MlflowBackend:
             self.client = mlflow.MlflowClient(tracking_uri=self.tracking_uri)
         if self.local:
             self.store_id = store_identity(self.store)
-        if self.run_id is not None and self._continue_run():
-            return
-        self._create_run()
+        if not (self.run_id is not None and self._continue_run()):
+            self._create_run()
         if self.start_update > 0:
-            self._resend_records()
+            self._resend_records()  # all of them to a new run; to an old one what it lacks
 
     def _continue_run(self) -> bool:
         """Continue the run ``run_id`` (on resume); False when the store does not hold
@@ -305,14 +304,15 @@ class MlflowBackend:
         return found.experiment_id
 
     def _resend_records(self) -> None:
-        """A new run for a resumed one: send what metrics.jsonl holds up to the start."""
+        """Send what metrics.jsonl holds up to the start and the run lacks: all of it
+        to a new run, the tail a stop during the flush left unsent to a continued one."""
         records, aggregates = (
             [r for r in read_records(self.out_dir / name) if r["update"] <= self.start_update]
             for name in RECORD_FILES
         )
         if records:
             self.write(LogBatch(records=records, aggregates=aggregates, sps=None, elapsed=0.0))
-            self.skip_through = aggregates[-1]["env_steps"]
+            self.skip_through = max(self.skip_through, aggregates[-1]["env_steps"])
 
     def write(self, batch: LogBatch) -> None:
         try:
