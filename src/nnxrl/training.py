@@ -30,7 +30,7 @@ from nnxrl.mesh import host_copy
 from nnxrl.programs import Programs, compile_programs
 from nnxrl.run_dir import StartPoint
 from nnxrl.run_loop import RunLoop
-from nnxrl.stop import Stopped, graceful_stop
+from nnxrl.stop import Stopped, StopRequest, graceful_stop
 from nnxrl.sweep_groups import needs_groups, train_groups
 
 
@@ -130,20 +130,24 @@ def run_training(
     ``out_dir=None`` nothing is written and checkpoints are off."""
     main = is_main_process()  # process 0 writes records and prints; all save checkpoints
     quiet = quiet or not main
-    if out_dir is None:
-        checkpoints_off = dataclasses.replace(config.checkpoint, enabled=False)
-        config = dataclasses.replace(config, checkpoint=checkpoints_off)
-        return train_from(config, None, StartPoint(0, None), quiet, extra_backends, stop_after)
-    out_dir = run_dir.ensure_writable_dir(out_dir, "--out")
-    with run_lock.hold(out_dir) if main else nullcontext():  # one writer per run directory
-        start = prepare_run_dir(config, out_dir, resume, step, main)
-        return train_from(config, out_dir, start, quiet, extra_backends, stop_after)
+    # a stop from here on (even while the run directory is read) ends with a checkpoint
+    with graceful_stop() as stop:
+        if out_dir is None:
+            checkpoints_off = dataclasses.replace(config.checkpoint, enabled=False)
+            config = dataclasses.replace(config, checkpoint=checkpoints_off)
+            start = StartPoint(0, None)
+            return train_from(config, None, start, stop, quiet, extra_backends, stop_after)
+        out_dir = run_dir.ensure_writable_dir(out_dir, "--out")
+        with run_lock.hold(out_dir) if main else nullcontext():  # one writer per directory
+            start = prepare_run_dir(config, out_dir, resume, step, main)
+            return train_from(config, out_dir, start, stop, quiet, extra_backends, stop_after)
 
 
 def train_from(
     config: config_lib.Config,
     out_dir: Path | None,
     start: StartPoint,
+    stop: StopRequest,
     quiet: bool,
     extra_backends: tuple[Backend, ...],
     stop_after: int | None,
@@ -151,49 +155,46 @@ def train_from(
     """``run_training`` once the run directory is prepared (and locked): compile, run
     the loop from ``start``, export, and report how the run ended."""
     main = is_main_process()
-    with graceful_stop() as stop:
-        logger = make_logger(
-            config,
-            out_dir if main else None,  # other processes keep their records in memory
-            extra_backends if main else (),
-            console=not quiet,
-            mlflow_run_id=start.mlflow_run_id,
-            start_update=start.update,
-        )
-        status = "failed"
-        try:
-            t0 = time.perf_counter()
-            programs = compile_programs(config)
-            compile_seconds = time.perf_counter() - t0
-            if not quiet:
-                print(
-                    f"compiled in {compile_seconds:.1f} s; {programs.layout.describe()}", flush=True
-                )
-            state = start_state(programs, out_dir, start.update, quiet)
-            loop = RunLoop(config, programs, logger, out_dir, stop, start.update, stop_after)
-            outcome = loop.run(state)
-            train_end = time.perf_counter()
-            best = best_setting(config, final_window(outcome.last_metrics)[0])
-            if outcome.kind == "finished" and out_dir is not None:
-                # every process takes part in both (collectives); process 0 writes
-                params = host_copy(outcome.state.params)
-                # ppo.normalize_obs: the observation moments go with the policy (else ())
-                obs_moments = host_copy(getattr(outcome.state.normalizer, "obs", ()))
-                export_policy(config, out_dir, params, best, obs_moments)
-                if main and config.logging.log_video:
-                    attach_episode(config, out_dir, params, logger, quiet, best, obs_moments)
-            status = {"finished": "finished", "stopped": "killed"}.get(outcome.kind, "failed")
-        except KeyboardInterrupt:  # a second Ctrl-C: stop at once
-            status = "killed"
-            raise
-        finally:
-            logger.close(status)  # a stop signal now waits until every record is written
-        if outcome.kind == "nonfinite":
-            raise NonFiniteError(outcome.message)
-        if outcome.kind == "unrecorded":
-            raise StorageError(outcome.message)
-        if outcome.kind == "stopped" or stop.requested:
-            raise Stopped(outcome.update, out_dir)
+    logger = make_logger(
+        config,
+        out_dir if main else None,  # other processes keep their records in memory
+        extra_backends if main else (),
+        console=not quiet,
+        mlflow_run_id=start.mlflow_run_id,
+        start_update=start.update,
+    )
+    status = "failed"
+    try:
+        t0 = time.perf_counter()
+        programs = compile_programs(config)
+        compile_seconds = time.perf_counter() - t0
+        if not quiet:
+            print(f"compiled in {compile_seconds:.1f} s; {programs.layout.describe()}", flush=True)
+        state = start_state(programs, out_dir, start.update, quiet)
+        loop = RunLoop(config, programs, logger, out_dir, stop, start.update, stop_after)
+        outcome = loop.run(state)
+        train_end = time.perf_counter()
+        best = best_setting(config, final_window(outcome.last_metrics)[0])
+        if outcome.kind == "finished" and out_dir is not None:
+            # every process takes part in both (collectives); process 0 writes
+            params = host_copy(outcome.state.params)
+            # ppo.normalize_obs: the observation moments go with the policy (else ())
+            obs_moments = host_copy(getattr(outcome.state.normalizer, "obs", ()))
+            export_policy(config, out_dir, params, best, obs_moments)
+            if main and config.logging.log_video:
+                attach_episode(config, out_dir, params, logger, quiet, best, obs_moments)
+        status = {"finished": "finished", "stopped": "killed"}.get(outcome.kind, "failed")
+    except KeyboardInterrupt:  # a second Ctrl-C: stop at once
+        status = "killed"
+        raise
+    finally:
+        logger.close(status)  # a stop signal now waits until every record is written
+    if outcome.kind == "nonfinite":
+        raise NonFiniteError(outcome.message)
+    if outcome.kind == "unrecorded":
+        raise StorageError(outcome.message)
+    if outcome.kind == "stopped" or stop.requested:
+        raise Stopped(outcome.update, out_dir)
 
     final_returns, final_episodes = final_window(outcome.last_metrics)
     steps = (config.num_updates - start.update) * config.batch_size * config.num_members

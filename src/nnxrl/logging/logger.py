@@ -54,11 +54,22 @@ class Attachment:
 DUTY_CYCLE = 0.1
 
 
-def lower_priority() -> None:
-    """Make the calling thread yield the CPU to training (Linux: thread niceness)."""
+# A tracker thread's niceness while training runs (Linux): it yields the CPU to
+# training. The run's records (metrics.jsonl, which checkpoints wait for) and the
+# thread that makes them keep the process's priority, and a tracker gets it back for
+# the flush at the end, where the system permits, so that neither starves on a
+# machine busy with other work.
+TRACKER_NICENESS = 10
+
+
+def set_priority(thread: threading.Thread, niceness: int | None) -> None:
+    """Set ``thread``'s niceness (Linux; None: the calling thread's); elsewhere, or
+    where not permitted (raising priority needs the privilege to), it runs as it is."""
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 15)
-    except (AttributeError, OSError):  # not Linux, or not permitted: run as is
+        if niceness is None:
+            niceness = os.getpriority(os.PRIO_PROCESS, 0)  # Linux: this thread's
+        os.setpriority(os.PRIO_PROCESS, thread.native_id, niceness)
+    except (AttributeError, OSError, TypeError):
         pass
 
 
@@ -77,12 +88,15 @@ class _Worker:
         self.rest = rest  # keep to DUTY_CYCLE while training runs (not the record)
         self.failed = False
         self.draining = threading.Event()  # set at close: write the rest at full speed
+        self.priority = threading.Lock()  # the thread lowers it, close restores it
         self.queue: queue.Queue = queue.Queue()
         self.thread = threading.Thread(target=self._run, name=f"nnxrl-{backend.name}", daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
-        lower_priority()
+        with self.priority:
+            if self.rest and not self.draining.is_set():
+                set_priority(threading.current_thread(), TRACKER_NICENESS)
         self._call("open")
         while (batch := self.queue.get()) is not _STOP:
             started = time.perf_counter()
@@ -115,7 +129,10 @@ class _Worker:
             )
 
     def close(self, status: str) -> None:
-        self.draining.set()
+        with self.priority:  # the flush runs at the process's priority
+            self.draining.set()
+            if self.rest:
+                set_priority(self.thread, None)
         backlog = self.queue.qsize()
         if backlog > 2 and not self.failed and not self.quiet:
             print(
@@ -164,7 +181,6 @@ class MetricLogger:
         self._queue.put((metrics, first_update, seconds, now - self._start))
 
     def _dispatch(self) -> None:
-        lower_priority()
         while (item := self._queue.get()) is not _STOP:
             try:
                 metrics, first_update, seconds, elapsed = item
