@@ -24,7 +24,7 @@ from nnxrl.chunk import train_chunk
 def main(total_env_steps: int = 100_000, rates=(1e-4, 3e-4, 1e-3, 3e-3)) -> np.ndarray:
     config = nnxrl.load_config("configs/ppo-cartpole.yaml", [f"total_env_steps={total_env_steps}"])
     env = nnxrl.make_env(config.env)
-    ppo = nnxrl.make_ppo(config, env)
+    ppo = nnxrl.make_algorithm(config, env)
     key = jax.random.key(config.seed)
     state = jax.jit(ppo.init)(key)  # the same start for every setting
 

@@ -7,20 +7,23 @@ import jax
 import numpy as np
 
 import nnxrl
+from nnxrl.algos import ppo
 
 
 def main(total_env_steps: int = 100_000) -> np.ndarray:
     config = nnxrl.load_config("configs/ppo-cartpole.yaml", [f"total_env_steps={total_env_steps}"])
     env = nnxrl.make_env(config.env)
-    ppo = nnxrl.make_ppo(config, env)  # no add-on: the no-bonus default
-    hp = nnxrl.hyperparams_from(config)
+    # PPO from its own settings and the run's length; no add-on: the no-bonus default
+    run = nnxrl.RunFacts(num_updates=config.num_updates)
+    agent = ppo.make_ppo(config.ppo, env, run, network=config.network)
+    hp = ppo.hyperparams(config.ppo)
     key = jax.random.key(config.seed)
 
     @jax.jit
     def run(key):
-        state = ppo.init(key)  # networks, optimiser, envs: all inside the program
+        state = agent.init(key)  # networks, optimiser, envs: all inside the program
         state, metrics = jax.lax.scan(
-            lambda s, _: ppo.update(s, hp), state, length=config.num_updates
+            lambda s, _: agent.update(s, hp), state, length=config.num_updates
         )
         return state, metrics
 

@@ -110,3 +110,55 @@ def test_the_package_has_no_import_cycle():
 
 def test_the_schema_is_a_leaf():
     assert not {m for m in import_graph()["nnxrl.schema"] if m.startswith("nnxrl")}
+
+
+# The core: what an algorithm is made of. It may import itself, the env and add-on
+# interfaces, the optimiser, the shared types and the schema's `setting`, never the
+# host side (config, mesh, devices, logging, sweeps, the run): an algorithm is built
+# from its own settings and the facts passed in.
+CORE = ("nnxrl.algos", "nnxrl.networks", "nnxrl.ops")
+CORE_MAY_IMPORT = (
+    *CORE,
+    "nnxrl.envs",
+    "nnxrl.intrinsic",
+    "nnxrl.optim",
+    "nnxrl.types",
+    "nnxrl.schema",
+)
+
+
+def upward_imports(source: str) -> list[str]:
+    """The nnxrl modules ``source`` imports from outside the core, type-only
+    imports included (they couple a file to the host just the same)."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "nnxrl":
+                names += [f"nnxrl.{alias.name}" for alias in node.names]
+            else:
+                names.append(node.module)
+
+    def inside(name: str) -> bool:
+        return any(name == m or name.startswith(m + ".") for m in CORE_MAY_IMPORT)
+
+    return sorted(n for n in names if n.split(".")[0] == "nnxrl" and not inside(n))
+
+
+def test_the_core_imports_nothing_from_the_host_side():
+    found = {}
+    for package in CORE:
+        for path in (SRC / package.replace(".", "/")).rglob("*.py"):
+            if upward := upward_imports(path.read_text()):
+                found[str(path.relative_to(SRC))] = upward
+    assert found == {}
+
+
+def test_an_upward_import_is_found():
+    source = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nnxrl.config import Config\n"
+    )
+    assert upward_imports(source) == ["nnxrl.config"]
+    assert upward_imports("from nnxrl import mesh, optim\n") == ["nnxrl.mesh"]
+    assert upward_imports("from nnxrl.ops.gae import episodic_gae\nimport jax\n") == []

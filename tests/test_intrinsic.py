@@ -14,7 +14,8 @@ from cli_runs import TINY_CARTPOLE, TINY_CRAFTAX, train
 from flax import struct
 
 from nnxrl import config as config_lib
-from nnxrl.algos.ppo import gae_per_stream, hyperparams_from
+from nnxrl.algorithms import hyperparams_from
+from nnxrl.algos.ppo import gae_per_stream
 from nnxrl.cli import main
 from nnxrl.config import setting
 from nnxrl.intrinsic import AddonContext, Experience, make_addon, register

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nnxrl import config as C
-from nnxrl.algos.ppo import hyperparams_from, make_ppo
+from nnxrl.algorithms import hyperparams_from, make_algorithm
 from nnxrl.chunk import train_chunk
 from nnxrl.envs import make_env
 
@@ -24,7 +24,7 @@ TINY = [
 def build(*overrides):
     config = C.load("configs/ppo-cartpole.yaml", [*TINY, *overrides])
     env = make_env(config.env)
-    return config, make_ppo(config, env)
+    return config, make_algorithm(config, env)
 
 
 def chunk_of(config, ppo):
@@ -83,7 +83,7 @@ def test_init_is_one_function_that_jits_and_vmaps_over_seeds():
         + ["intrinsic.options={width: 16}", "intrinsic.num_minibatches=2"],
     )
     env = make_env(config.env)
-    ppo = make_ppo(config, env, addon_for(config, env.spec, config.ppo.num_minibatches))
+    ppo = make_algorithm(config, env, addon_for(config, env.spec, config.ppo.num_minibatches))
     keys = jax.random.split(jax.random.key(0), 3)
     states = jax.jit(jax.vmap(ppo.init))(keys)
     kernels = [x for x in jax.tree.leaves(states.params) if x.ndim == 3]  # [S, in, out]

@@ -12,7 +12,8 @@ from cli_runs import TINY_PQN_CARTPOLE, TINY_PQN_CRAFTAX, train
 from flax import nnx
 
 from nnxrl import config as config_lib
-from nnxrl.algos.pqn import exploration_epsilon, pqn_hyperparams
+from nnxrl.algorithms import hyperparams_from
+from nnxrl.algos.pqn import exploration_epsilon
 from nnxrl.cli import main
 from nnxrl.config import ConfigError, NetworkConfig
 from nnxrl.envs import env_spec
@@ -24,7 +25,7 @@ PQN_CARTPOLE = "configs/pqn-cartpole.yaml"
 
 def test_epsilon_hits_its_finish_exactly_at_the_configured_update_and_stays():
     config = config_lib.load(PQN_CARTPOLE, ["pqn.epsilon_decay_fraction=0.25"])
-    hp = pqn_hyperparams(config)
+    hp = hyperparams_from(config)
     num_updates = 48  # 0.25 * 48 = update 12
     eps = jax.jit(jax.vmap(lambda u: exploration_epsilon(u, hp, num_updates)))(jnp.arange(60))
     eps = np.asarray(eps)

@@ -16,7 +16,7 @@ from jax.sharding import PartitionSpec
 import nnxrl
 from nnxrl import checkpoint, sweep
 from nnxrl import config as config_lib
-from nnxrl.algos.registry import hyperparams_for
+from nnxrl.algorithms import hyperparams_from as hyperparams_for
 from nnxrl.cli import main
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import records_to_arrays

@@ -10,19 +10,22 @@ The public Python API (see the README's "Python API" section):
   ``from_single(...)`` (your own single-env JAX functions as a batched env);
 - add-ons: ``register_addon(name, Options, factory)`` (options declared with
   ``setting``), ``Addon``, ``AddonContext``, ``Experience``;
-- your own loop: ``make_algorithm(config, env, addon)`` (or ``make_ppo`` /
-  ``make_pqn``) gives ``init(key)`` and ``update`` (both jittable; ``init`` vmaps over
-  keys); ``hyperparams_from(config)`` the traced coefficients of ``config.algo``;
+- your own loop: ``make_algorithm(config, env, addon)`` gives ``init(key)`` and
+  ``update`` (both jittable; ``init`` vmaps over keys) and ``hyperparams_from(config)``
+  the traced coefficients of ``config.algo``; without a config, ``make_ppo(
+  PPOSettings(...), env, RunFacts(num_updates))`` (or ``make_pqn``, with
+  ``PQNSettings``; ``network=``, ``addon=``, ``streams=RewardStreams(...)`` optional)
+  and ``ppo.hyperparams(settings)``;
 - policies: ``load_policy(dir)``, ``policy_from_checkpoint(run_dir)``, ``Policy.act``.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
 import nnxrl.jax_variables  # noqa: F401  (first, before JAX: see the module)
+from nnxrl.algorithms import hyperparams_from, make_algorithm
 from nnxrl.algos.ppo import make_ppo
 from nnxrl.algos.pqn import make_pqn
-from nnxrl.algos.registry import hyperparams_for as hyperparams_from
-from nnxrl.algos.registry import make_algorithm
+from nnxrl.algos.settings import PPOSettings, PQNSettings, RewardStreams, RunFacts
 from nnxrl.config import Config, ConfigError
 from nnxrl.config import from_dict as config_from_dict
 from nnxrl.config import load as load_config
@@ -48,6 +51,10 @@ __all__ = [
     "EnvSpec",
     "EnvStep",
     "Experience",
+    "PPOSettings",
+    "PQNSettings",
+    "RewardStreams",
+    "RunFacts",
     "Policy",
     "RunResult",
     "VecEnv",

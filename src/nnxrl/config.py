@@ -21,9 +21,12 @@ import yaml
 
 from nnxrl import schema
 from nnxrl import sweep as sweep_lib
+from nnxrl.algos.settings import PPOSettings as PPOConfig
+from nnxrl.algos.settings import PQNSettings as PQNConfig
 from nnxrl.devices import start_jax
 from nnxrl.envs import check_env_config, is_continuous
 from nnxrl.intrinsic import addon_options, known_addons
+from nnxrl.networks.settings import NetworkSettings as NetworkConfig
 from nnxrl.schema import ConfigError, parse_yaml, setting, to_dict
 
 __all__ = ["Config", "ConfigError", "from_dict", "load", "dump", "to_dict", "setting"]
@@ -43,126 +46,6 @@ class EnvConfig:
         low=1,
     )
     kwargs: dict = _field({}, "Keyword arguments for the environment constructor (gymnax).")
-
-
-@dataclass(frozen=True)
-class NetworkConfig:
-    kind: Literal["feedforward", "gru"] = _field(
-        "feedforward",
-        "feedforward: separate actor and critic MLPs (PQN: one Q-network MLP); gru: an "
-        "embedding and a GRU core of size width, shared by actor and critic MLP heads "
-        "(PQN: under a linear Q head), trained on whole env sequences.",
-    )
-    num_layers: int = _field(
-        2,
-        "Hidden layers in each of the actor and critic MLPs (PQN: of the Q-network).",
-        low=1,
-        high=64,
-    )
-    width: int = _field(64, "Units per hidden layer.", low=1, high=65_536)
-    activation: Literal["tanh", "relu", "gelu", "silu"] = _field("tanh", "Hidden activation.")
-    conv_features: tuple = _field(
-        (32, 64, 64),
-        "Channels of the 3x3 stride-2 conv torso used for image observations (rank 3).",
-    )
-    layer_norm: bool | None = _field(
-        None,
-        "LayerNorm after each hidden layer, before its activation (None: on for PQN, as "
-        "in its paper; off for PPO).",
-    )
-    log_std: Literal["state_independent", "state_dependent"] = _field(
-        "state_independent",
-        "Continuous actions: the Gaussian's log-std is a learned vector "
-        "(state_independent) or more actor outputs (state_dependent).",
-    )
-    squash: Literal["clip", "tanh"] = _field(
-        "clip",
-        "Continuous actions: the env clips a Gaussian sample to its bounds when it steps "
-        "(the log-probability is the unclipped sample's), or tanh squashes it into them "
-        "(with the change-of-variables correction).",
-    )
-    init_log_std: float = _field(
-        0.0, "Continuous actions: the log-std at initialisation (0: std 1)."
-    )
-
-
-@dataclass(frozen=True)
-class PPOConfig:
-    num_steps: int = _field(128, "Rollout length per env per update.", low=1)
-    num_epochs: int = _field(4, "Passes over each rollout batch.", low=1, high=1000)
-    num_minibatches: int = _field(4, "Minibatches per epoch.", low=1)
-    learning_rate: float = _field(
-        2.5e-4, "Adam step size (start of the schedule).", low=0, low_open=True
-    )
-    anneal_lr: bool = _field(
-        True, "Anneal the step size linearly to exactly zero on the last optimiser step."
-    )
-    adam_eps: float = _field(1e-5, "Adam epsilon.", low=0, low_open=True)
-    gamma: float = _field(0.99, "Discount factor.", low=0, high=1)
-    gae_lambda: float = _field(0.95, "GAE lambda.", low=0, high=1)
-    clip_eps: float = _field(0.2, "Policy-ratio clip epsilon.", low=0)
-    clip_value: bool = _field(True, "Clip the value loss around the rollout's values.")
-    value_clip_eps: float = _field(0.2, "Value clip range (used when clip_value).", low=0)
-    ent_coef: float = _field(0.01, "Entropy bonus coefficient.", low=0)
-    vf_coef: float = _field(0.5, "Value loss coefficient.", low=0)
-    max_grad_norm: float = _field(0.5, "Global gradient-norm clip.", low=0, low_open=True)
-    advantage_normalization: Literal["minibatch", "batch", "none"] = _field(
-        "minibatch", "Where advantages are normalised to zero mean, unit std."
-    )
-    normalize_obs: bool = _field(
-        False,
-        "Standardise observations with their running mean and variance (kept in the run "
-        "state, exported with the policy).",
-    )
-    normalize_reward: bool = _field(
-        False, "Scale rewards by the running std of each env's discounted return."
-    )
-    obs_clip: float = _field(
-        10.0, "normalize_obs: clip standardised observations to +-this.", low=0, low_open=True
-    )
-    reward_clip: float = _field(
-        10.0, "normalize_reward: clip scaled rewards to +-this.", low=0, low_open=True
-    )
-
-
-@dataclass(frozen=True)
-class PQNConfig:
-    num_steps: int = _field(64, "Rollout length per env per update.", low=1)
-    num_epochs: int = _field(4, "Passes over each rollout batch.", low=1, high=1000)
-    num_minibatches: int = _field(16, "Minibatches per epoch.", low=1)
-    learning_rate: float = _field(
-        1e-4, "Optimiser step size (start of the schedule).", low=0, low_open=True
-    )
-    anneal_lr: bool = _field(
-        True, "Anneal the step size linearly to exactly zero on the last optimiser step."
-    )
-    optimizer: Literal["radam", "adam"] = _field(
-        "radam", "Update direction: RAdam (the paper's) or Adam, after the gradient clip."
-    )
-    adam_eps: float = _field(1e-8, "(R)Adam epsilon.", low=0, low_open=True)
-    max_grad_norm: float = _field(10.0, "Global gradient-norm clip.", low=0, low_open=True)
-    gamma: float = _field(0.99, "Discount factor.", low=0, high=1)
-    q_lambda: float = _field(
-        0.95, "Q(lambda) trace: 0 gives one-step TD targets, 1 Monte-Carlo returns.", low=0, high=1
-    )
-    epsilon_start: float = _field(1.0, "Exploration: epsilon at the first update.", low=0, high=1)
-    epsilon_finish: float = _field(
-        0.05, "Exploration: epsilon from the end of the decay on.", low=0, high=1
-    )
-    epsilon_decay_fraction: float = _field(
-        0.2,
-        "Fraction of the updates over which epsilon decays linearly from epsilon_start "
-        "to epsilon_finish (0: epsilon_finish from the start).",
-        low=0,
-        high=1,
-    )
-    loss: Literal["squared", "huber"] = _field(
-        "squared", "Regression loss to the Q(lambda) targets: 0.5 (Q - G)^2 or Huber."
-    )
-    huber_delta: float = _field(1.0, "huber: where the loss turns linear.", low=0, low_open=True)
-    reward_scale: float = _field(
-        1.0, "Multiplier of the extrinsic reward in the targets (not in the logged returns).", low=0
-    )
 
 
 @dataclass(frozen=True)

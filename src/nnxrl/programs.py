@@ -19,12 +19,12 @@ import jax
 import numpy as np
 
 from nnxrl import config as config_lib
-from nnxrl.algos.registry import hyperparams_for, make_algorithm
+from nnxrl.algorithms import hyperparams_from, make_algorithm
 from nnxrl.chunk import SEED_AXIS, train_chunk
 from nnxrl.compile_cache import use_compile_cache
 from nnxrl.envs import EnvSpec, make_env
 from nnxrl.intrinsic import addon_for
-from nnxrl.mesh import Layout, make_layout, state_shardings, with_num_envs
+from nnxrl.mesh import Layout, make_layout, shuffle_groups, state_shardings, with_num_envs
 from nnxrl.resources import check_fits
 
 
@@ -82,7 +82,7 @@ def compile_programs(config: config_lib.Config) -> Programs:
         hp = jax.device_put(population_hyperparams(config), by_seed)
     else:
         hp_sharding, hp_axis = replicated, None
-        hp = jax.device_put(hyperparams_for(config), replicated)
+        hp = jax.device_put(hyperparams_from(config), replicated)
     base_seed = jax.device_put(np.uint32(config.seed), replicated)
     # member m trains seed m % num_seeds: the same key as that seed of a run of its own
     seeds = np.arange(config.num_members, dtype=np.int32) % config.num_seeds
@@ -142,7 +142,7 @@ def population_hyperparams(config: config_lib.Config) -> Any:
     """A sweep's traced coefficients per member: every field [settings x seeds], member
     m holding those of its setting m // num_seeds."""
     per_setting = [
-        hyperparams_for(config_lib.setting_config(config, index)) for index, _ in config.settings
+        hyperparams_from(config_lib.setting_config(config, index)) for index, _ in config.settings
     ]
     members = [hp for hp in per_setting for _ in range(config.num_seeds)]
     return jax.tree.map(lambda *values: np.stack(values), *members)
@@ -171,7 +171,7 @@ def build_algorithm(config: config_lib.Config) -> BuiltAlgorithm:
     """The env, the add-on and the algorithm ``config`` names, bound together."""
     env = make_env(config.env)
     addon = addon_for(config, env.spec, config.algo_config.num_minibatches)
-    algo = make_algorithm(config, env, addon)
+    algo = make_algorithm(config, env, addon, shuffle_groups(config))
     return BuiltAlgorithm(algo.init, algo.update, env.spec)
 
 

@@ -50,11 +50,11 @@ from nnxrl.algos.normalization import (
     update_obs,
 )
 from nnxrl.algos.return_window import ReturnWindow, record_episodes, window_metrics
-from nnxrl.config import Config, NetworkConfig
+from nnxrl.algos.settings import PPOSettings, RewardStreams, RunFacts
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
-from nnxrl.mesh import shuffle_groups
 from nnxrl.networks import build_network
+from nnxrl.networks.settings import NetworkSettings
 from nnxrl.ops.gae import continuing_gae, episodic_gae
 from nnxrl.ops.losses import normalize, policy_loss, value_loss
 from nnxrl.ops.running_moments import Moments
@@ -68,7 +68,7 @@ class PPOStatic:
     the env, the network's structure, the add-on, the optimiser)."""
 
     env: VecEnv
-    network: NetworkConfig  # what init builds
+    network: NetworkSettings  # what init builds
     graphdef: Any  # the network's structure; params travel in the RunState
     addon: Addon
     tx: optax.GradientTransformation  # nnxrl.optim: clip, Adam, schedule, step size
@@ -79,7 +79,7 @@ class PPOStatic:
     num_streams: int  # K: 1, or 2 with an intrinsic value head
     episodic: tuple[bool, ...]  # per stream: cut returns at episode ends
     sequences: bool  # recurrent: minibatches of whole env sequences
-    shuffle_groups: int  # blocks of envs shuffled apart (one per env shard, nnxrl.mesh)
+    shuffle_groups: int  # blocks of envs shuffled apart (RunFacts)
     clip_value: bool
     advantage_normalization: str  # 'minibatch', 'batch' or 'none'
     achievement_names: tuple[str, ...]
@@ -355,25 +355,34 @@ def init(key: jax.Array, *, s: PPOStatic) -> RunState:
 
 
 # --------------------------------------------------------------------------------------
-# Assembly: the config -> PPOStatic, bound once
+# Assembly: the settings -> PPOStatic, bound once
 # --------------------------------------------------------------------------------------
 
 
-def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
-    """Bind the configuration and the intrinsic add-on (default: no bonus) onto the
-    phases; returns init and update."""
-    p = config.ppo
+def make_ppo(
+    settings: PPOSettings,
+    env: VecEnv,
+    run: RunFacts,
+    network: NetworkSettings | None = None,
+    addon: Addon | None = None,
+    streams: RewardStreams | None = None,
+) -> PPO:
+    """Bind PPO's settings, the network's (default: ``NetworkSettings()``), the
+    intrinsic add-on (default: no bonus) and its reward streams (default: one) onto
+    the phases; returns init and update."""
+    p = settings
+    network = network if network is not None else NetworkSettings()
     addon = addon if addon is not None else no_bonus(NoOptions(), None)
-    num_streams = config.intrinsic.num_reward_streams
+    streams = streams if streams is not None else RewardStreams()
     shapes = nnx.eval_shape(
-        lambda: build_network(config.network, env.spec, num_streams, jax.random.key(0))
+        lambda: build_network(network, env.spec, streams.count, jax.random.key(0))
     )
     graphdef, _ = nnx.split(shapes)
-    total_steps = config.num_updates * p.num_epochs * p.num_minibatches
+    total_steps = run.num_updates * p.num_epochs * p.num_minibatches
     lr_schedule = linear_decay(total_steps) if p.anneal_lr else constant_one
     s = PPOStatic(
         env=env,
-        network=config.network,
+        network=network,
         graphdef=graphdef,
         addon=addon,
         tx=make_optimizer(p.adam_eps, lr_schedule),
@@ -381,14 +390,14 @@ def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
         num_steps=p.num_steps,
         num_epochs=p.num_epochs,
         num_minibatches=p.num_minibatches,
-        num_streams=num_streams,
-        episodic=(True, config.intrinsic.episodic)[:num_streams],
-        sequences=config.network.kind == "gru",
-        shuffle_groups=shuffle_groups(config),
+        num_streams=streams.count,
+        episodic=streams.episodic,
+        sequences=network.kind == "gru",
+        shuffle_groups=run.shuffle_groups,
         clip_value=p.clip_value,
         advantage_normalization=p.advantage_normalization,
         achievement_names=env.spec.achievement_names,
-        return_window=config.logging.return_window,
+        return_window=run.return_window,
         normalize_obs=p.normalize_obs,
         normalize_reward=p.normalize_reward,
         obs_clip=p.obs_clip,
@@ -401,9 +410,9 @@ def make_ppo(config: Config, env: VecEnv, addon: Addon | None = None) -> PPO:
     )
 
 
-def hyperparams_from(config: Config) -> Hyperparams:
-    """The traced coefficients (a sweep can vmap over them), from the config."""
-    p, i = config.ppo, config.intrinsic
+def hyperparams(settings: PPOSettings, streams: RewardStreams | None = None) -> Hyperparams:
+    """The traced coefficients (a sweep can vmap over them), from the settings."""
+    p, i = settings, streams if streams is not None else RewardStreams()
     values = dict(
         learning_rate=p.learning_rate,
         ent_coef=p.ent_coef,
@@ -415,7 +424,7 @@ def hyperparams_from(config: Config) -> Hyperparams:
         max_grad_norm=p.max_grad_norm,
         intrinsic_reward_coef=i.reward_coef,
         intrinsic_gamma=i.gamma,
-        extrinsic_adv_coef=i.extrinsic_adv_coef,
-        intrinsic_adv_coef=i.intrinsic_adv_coef,
+        extrinsic_adv_coef=i.extrinsic_coef,
+        intrinsic_adv_coef=i.intrinsic_coef,
     )
     return Hyperparams(**{k: np.float32(v) for k, v in values.items()})

@@ -44,11 +44,11 @@ from nnxrl.algos.episode_metrics import episode_metrics
 from nnxrl.algos.initial_state import initial_run_state
 from nnxrl.algos.intrinsic_streams import combine_rewards, to_experience
 from nnxrl.algos.return_window import ReturnWindow, record_episodes, window_metrics
-from nnxrl.config import Config, NetworkConfig
+from nnxrl.algos.settings import PQNSettings, RewardStreams, RunFacts
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
-from nnxrl.mesh import shuffle_groups
 from nnxrl.networks import EpsilonGreedy, acting_values, build_network, greedy_values
+from nnxrl.networks.settings import NetworkSettings
 from nnxrl.ops.q_lambda import continuing_q_lambda, episodic_q_lambda
 from nnxrl.optim import constant_one, linear_decay, make_optimizer
 from nnxrl.types import PQNHyperparams, QBatch, QTransition, RunState, UpdateState
@@ -59,7 +59,7 @@ class PQNStatic:
     """Everything PQN's phases need that is fixed for a run."""
 
     env: VecEnv
-    network: NetworkConfig  # what init builds
+    network: NetworkSettings  # what init builds
     graphdef: Any  # the Q-network's structure; params travel in the RunState
     addon: Addon
     tx: optax.GradientTransformation  # nnxrl.optim: clip, RAdam/Adam, schedule, step size
@@ -71,7 +71,7 @@ class PQNStatic:
     num_streams: int  # K: 1, or 2 with an intrinsic Q head
     episodic: tuple[bool, ...]  # per stream: cut returns at episode ends
     sequences: bool  # recurrent: minibatches of whole env sequences
-    shuffle_groups: int  # blocks of envs shuffled apart (one per env shard, nnxrl.mesh)
+    shuffle_groups: int  # blocks of envs shuffled apart (RunFacts)
     loss: str  # 'squared' or 'huber'
     achievement_names: tuple[str, ...]
     return_window: int  # episodes in the rolling return (logging.return_window)
@@ -288,40 +288,49 @@ def init(key: jax.Array, *, s: PQNStatic) -> RunState:
 
 
 # --------------------------------------------------------------------------------------
-# Assembly: the config -> PQNStatic, bound once
+# Assembly: the settings -> PQNStatic, bound once
 # --------------------------------------------------------------------------------------
 
 
-def make_pqn(config: Config, env: VecEnv, addon: Addon | None = None) -> PQN:
-    """Bind the configuration and the intrinsic add-on (default: no bonus) onto the
-    phases; returns init and update."""
-    p = config.pqn
+def make_pqn(
+    settings: PQNSettings,
+    env: VecEnv,
+    run: RunFacts,
+    network: NetworkSettings | None = None,
+    addon: Addon | None = None,
+    streams: RewardStreams | None = None,
+) -> PQN:
+    """Bind PQN's settings, the network's (default: ``NetworkSettings()``), the
+    intrinsic add-on (default: no bonus) and its reward streams (default: one) onto
+    the phases; returns init and update."""
+    p = settings
+    network = network if network is not None else NetworkSettings()
     addon = addon if addon is not None else no_bonus(NoOptions(), None)
-    num_streams = config.intrinsic.num_reward_streams
+    streams = streams if streams is not None else RewardStreams()
     shapes = nnx.eval_shape(
-        lambda: build_network(config.network, env.spec, num_streams, jax.random.key(0), "pqn")
+        lambda: build_network(network, env.spec, streams.count, jax.random.key(0), "pqn")
     )
     graphdef, _ = nnx.split(shapes)
-    total_steps = config.num_updates * p.num_epochs * p.num_minibatches
+    total_steps = run.num_updates * p.num_epochs * p.num_minibatches
     lr_schedule = linear_decay(total_steps) if p.anneal_lr else constant_one
     s = PQNStatic(
         env=env,
-        network=config.network,
+        network=network,
         graphdef=graphdef,
         addon=addon,
         tx=make_optimizer(p.adam_eps, lr_schedule, direction=p.optimizer),
         lr_schedule=lr_schedule,
-        num_updates=config.num_updates,
+        num_updates=run.num_updates,
         num_steps=p.num_steps,
         num_epochs=p.num_epochs,
         num_minibatches=p.num_minibatches,
-        num_streams=num_streams,
-        episodic=(True, config.intrinsic.episodic)[:num_streams],
-        sequences=config.network.kind == "gru",
-        shuffle_groups=shuffle_groups(config),
+        num_streams=streams.count,
+        episodic=streams.episodic,
+        sequences=network.kind == "gru",
+        shuffle_groups=run.shuffle_groups,
         loss=p.loss,
         achievement_names=env.spec.achievement_names,
-        return_window=config.logging.return_window,
+        return_window=run.return_window,
     )
     return PQN(
         init=partial(init, s=s),
@@ -330,9 +339,9 @@ def make_pqn(config: Config, env: VecEnv, addon: Addon | None = None) -> PQN:
     )
 
 
-def pqn_hyperparams(config: Config) -> PQNHyperparams:
-    """The traced coefficients (a sweep can vmap over them), from the config."""
-    p, i = config.pqn, config.intrinsic
+def hyperparams(settings: PQNSettings, streams: RewardStreams | None = None) -> PQNHyperparams:
+    """The traced coefficients (a sweep can vmap over them), from the settings."""
+    p, i = settings, streams if streams is not None else RewardStreams()
     values = dict(
         learning_rate=p.learning_rate,
         max_grad_norm=p.max_grad_norm,
@@ -345,7 +354,7 @@ def pqn_hyperparams(config: Config) -> PQNHyperparams:
         huber_delta=p.huber_delta,
         intrinsic_reward_coef=i.reward_coef,
         intrinsic_gamma=i.gamma,
-        extrinsic_coef=i.extrinsic_adv_coef,
-        intrinsic_coef=i.intrinsic_adv_coef,
+        extrinsic_coef=i.extrinsic_coef,
+        intrinsic_coef=i.intrinsic_coef,
     )
     return PQNHyperparams(**{k: np.float32(v) for k, v in values.items()})

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import jax
 from flax import nnx
 
@@ -12,9 +10,7 @@ from nnxrl.networks.actor_critic import ActorCritic
 from nnxrl.networks.policy_head import PolicyHead
 from nnxrl.networks.q_network import QNetwork, RecurrentQNetwork
 from nnxrl.networks.recurrent import RecurrentActorCritic
-
-if TYPE_CHECKING:
-    from nnxrl.config import NetworkConfig
+from nnxrl.networks.settings import NetworkSettings
 
 KINDS = {
     ("ppo", "feedforward"): ActorCritic,
@@ -25,7 +21,7 @@ KINDS = {
 
 
 def build_network(
-    network: NetworkConfig, spec: EnvSpec, num_values: int, key: jax.Array, algo: str = "ppo"
+    network: NetworkSettings, spec: EnvSpec, num_values: int, key: jax.Array, algo: str = "ppo"
 ) -> ActorCritic | RecurrentActorCritic | QNetwork | RecurrentQNetwork:
     """PPO: an actor-critic (``network.kind`` feedforward or gru) with ``num_values``
     critic outputs; PQN: a Q-network of the same kind with ``num_values`` rows of

@@ -1,0 +1,68 @@
+"""The algorithms a config may name (``algo:``), and the one place a whole config
+becomes an algorithm's own inputs: its settings section, the run's facts
+(``RunFacts``) and the reward streams of its add-on (``RewardStreams``). The
+algorithms themselves (``nnxrl.algos``) know nothing of the config."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from nnxrl.algos import ppo, pqn
+from nnxrl.algos.settings import RewardStreams, RunFacts
+from nnxrl.config import Config, IntrinsicConfig
+from nnxrl.envs import VecEnv
+from nnxrl.intrinsic.base import Addon
+from nnxrl.types import Hyperparams, PQNHyperparams
+
+
+class Algorithm(NamedTuple):
+    make: Callable[..., Any]  # (settings, env, run, network, addon, streams) -> init, update
+    hyperparams: Callable[..., Any]  # (settings, streams) -> the traced coefficients
+
+
+ALGORITHMS = {
+    "ppo": Algorithm(ppo.make_ppo, ppo.hyperparams),
+    "pqn": Algorithm(pqn.make_pqn, pqn.hyperparams),
+}
+
+
+def make_algorithm(
+    config: Config, env: VecEnv, addon: Addon | None = None, shuffle_groups: int = 1
+) -> ppo.PPO | pqn.PQN:
+    """``config.algo``'s init, update and graphdef, bound to ``env`` and ``addon``;
+    ``shuffle_groups`` blocks of envs are shuffled apart (a mesh's env shards)."""
+    return ALGORITHMS[config.algo].make(
+        config.algo_config,
+        env,
+        run_facts(config, shuffle_groups),
+        network=config.network,
+        addon=addon,
+        streams=reward_streams(config.intrinsic),
+    )
+
+
+def hyperparams_from(config: Config) -> Hyperparams | PQNHyperparams:
+    """``config.algo``'s traced coefficients, from the config."""
+    return ALGORITHMS[config.algo].hyperparams(config.algo_config, reward_streams(config.intrinsic))
+
+
+def run_facts(config: Config, shuffle_groups: int = 1) -> RunFacts:
+    """What the algorithm needs to know of the run ``config`` describes."""
+    return RunFacts(
+        num_updates=config.num_updates,
+        return_window=config.logging.return_window,
+        shuffle_groups=shuffle_groups,
+    )
+
+
+def reward_streams(intrinsic: IntrinsicConfig) -> RewardStreams:
+    """How the add-on's bonus enters, from the ``intrinsic`` section."""
+    return RewardStreams(
+        count=intrinsic.num_reward_streams,
+        intrinsic_episodic=intrinsic.episodic,
+        reward_coef=intrinsic.reward_coef,
+        gamma=intrinsic.gamma,
+        extrinsic_coef=intrinsic.extrinsic_adv_coef,
+        intrinsic_coef=intrinsic.intrinsic_adv_coef,
+    )

@@ -1,0 +1,124 @@
+"""The settings each algorithm is built from: plain frozen data, read and checked
+by the config layer (``nnxrl.config`` holds them as the ``ppo`` and ``pqn``
+sections), and passed to ``make_ppo`` / ``make_pqn`` with the facts of the run
+they need (``RunFacts``) and how an add-on's bonus enters (``RewardStreams``).
+Nothing here imports JAX or the host side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from nnxrl.schema import setting
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What an algorithm needs to know about the run around it."""
+
+    num_updates: int  # of the whole run: the learning-rate schedule, PQN's epsilon decay
+    return_window: int = 100  # episodes in the rolling return (logging.return_window)
+    shuffle_groups: int = 1  # blocks of envs shuffled apart: one per env shard of a mesh
+
+
+@dataclass(frozen=True)
+class RewardStreams:
+    """How an intrinsic bonus b enters (``intrinsic.mode``): one stream, r + c b, or
+    two, r and c b, each with its own critic output (PPO) or row of Qs (PQN), its own
+    discount and (the intrinsic one, optionally) no cut at episode ends. The
+    coefficients are traced (they enter through the hyperparameters)."""
+
+    count: int = 1  # K: 1, or 2 with an intrinsic value head
+    intrinsic_episodic: bool = False  # the intrinsic stream's returns cut at episode ends
+    reward_coef: float = 1.0  # c
+    gamma: float = 0.99  # the intrinsic stream's discount
+    extrinsic_coef: float = 1.0  # weights of the streams' advantages (PQN: of their Qs)
+    intrinsic_coef: float = 0.01
+
+    @property
+    def episodic(self) -> tuple[bool, ...]:
+        """Per stream: whether its returns cut at episode ends."""
+        return (True, self.intrinsic_episodic)[: self.count]
+
+
+@dataclass(frozen=True)
+class PPOSettings:
+    """PPO's own settings (the ``ppo`` section of a config)."""
+
+    num_steps: int = setting(128, "Rollout length per env per update.", low=1)
+    num_epochs: int = setting(4, "Passes over each rollout batch.", low=1, high=1000)
+    num_minibatches: int = setting(4, "Minibatches per epoch.", low=1)
+    learning_rate: float = setting(
+        2.5e-4, "Adam step size (start of the schedule).", low=0, low_open=True
+    )
+    anneal_lr: bool = setting(
+        True, "Anneal the step size linearly to exactly zero on the last optimiser step."
+    )
+    adam_eps: float = setting(1e-5, "Adam epsilon.", low=0, low_open=True)
+    gamma: float = setting(0.99, "Discount factor.", low=0, high=1)
+    gae_lambda: float = setting(0.95, "GAE lambda.", low=0, high=1)
+    clip_eps: float = setting(0.2, "Policy-ratio clip epsilon.", low=0)
+    clip_value: bool = setting(True, "Clip the value loss around the rollout's values.")
+    value_clip_eps: float = setting(0.2, "Value clip range (used when clip_value).", low=0)
+    ent_coef: float = setting(0.01, "Entropy bonus coefficient.", low=0)
+    vf_coef: float = setting(0.5, "Value loss coefficient.", low=0)
+    max_grad_norm: float = setting(0.5, "Global gradient-norm clip.", low=0, low_open=True)
+    advantage_normalization: Literal["minibatch", "batch", "none"] = setting(
+        "minibatch", "Where advantages are normalised to zero mean, unit std."
+    )
+    normalize_obs: bool = setting(
+        False,
+        "Standardise observations with their running mean and variance (kept in the run "
+        "state, exported with the policy).",
+    )
+    normalize_reward: bool = setting(
+        False, "Scale rewards by the running std of each env's discounted return."
+    )
+    obs_clip: float = setting(
+        10.0, "normalize_obs: clip standardised observations to +-this.", low=0, low_open=True
+    )
+    reward_clip: float = setting(
+        10.0, "normalize_reward: clip scaled rewards to +-this.", low=0, low_open=True
+    )
+
+
+@dataclass(frozen=True)
+class PQNSettings:
+    """PQN's own settings (the ``pqn`` section of a config)."""
+
+    num_steps: int = setting(64, "Rollout length per env per update.", low=1)
+    num_epochs: int = setting(4, "Passes over each rollout batch.", low=1, high=1000)
+    num_minibatches: int = setting(16, "Minibatches per epoch.", low=1)
+    learning_rate: float = setting(
+        1e-4, "Optimiser step size (start of the schedule).", low=0, low_open=True
+    )
+    anneal_lr: bool = setting(
+        True, "Anneal the step size linearly to exactly zero on the last optimiser step."
+    )
+    optimizer: Literal["radam", "adam"] = setting(
+        "radam", "Update direction: RAdam (the paper's) or Adam, after the gradient clip."
+    )
+    adam_eps: float = setting(1e-8, "(R)Adam epsilon.", low=0, low_open=True)
+    max_grad_norm: float = setting(10.0, "Global gradient-norm clip.", low=0, low_open=True)
+    gamma: float = setting(0.99, "Discount factor.", low=0, high=1)
+    q_lambda: float = setting(
+        0.95, "Q(lambda) trace: 0 gives one-step TD targets, 1 Monte-Carlo returns.", low=0, high=1
+    )
+    epsilon_start: float = setting(1.0, "Exploration: epsilon at the first update.", low=0, high=1)
+    epsilon_finish: float = setting(
+        0.05, "Exploration: epsilon from the end of the decay on.", low=0, high=1
+    )
+    epsilon_decay_fraction: float = setting(
+        0.2,
+        "Fraction of the updates over which epsilon decays linearly from epsilon_start "
+        "to epsilon_finish (0: epsilon_finish from the start).",
+        low=0,
+        high=1,
+    )
+    loss: Literal["squared", "huber"] = setting(
+        "squared", "Regression loss to the Q(lambda) targets: 0.5 (Q - G)^2 or Huber."
+    )
+    huber_delta: float = setting(1.0, "huber: where the loss turns linear.", low=0, low_open=True)
+    reward_scale: float = setting(
+        1.0, "Multiplier of the extrinsic reward in the targets (not in the logged returns).", low=0
+    )

@@ -1,0 +1,52 @@
+"""The settings a network is built from (``build_network``): plain frozen data,
+read and checked by the config layer, which holds them as the ``network`` section."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from nnxrl.schema import setting
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """A network's settings (the ``network`` section of a config)."""
+
+    kind: Literal["feedforward", "gru"] = setting(
+        "feedforward",
+        "feedforward: separate actor and critic MLPs (PQN: one Q-network MLP); gru: an "
+        "embedding and a GRU core of size width, shared by actor and critic MLP heads "
+        "(PQN: under a linear Q head), trained on whole env sequences.",
+    )
+    num_layers: int = setting(
+        2,
+        "Hidden layers in each of the actor and critic MLPs (PQN: of the Q-network).",
+        low=1,
+        high=64,
+    )
+    width: int = setting(64, "Units per hidden layer.", low=1, high=65_536)
+    activation: Literal["tanh", "relu", "gelu", "silu"] = setting("tanh", "Hidden activation.")
+    conv_features: tuple = setting(
+        (32, 64, 64),
+        "Channels of the 3x3 stride-2 conv torso used for image observations (rank 3).",
+    )
+    layer_norm: bool | None = setting(
+        None,
+        "LayerNorm after each hidden layer, before its activation (None: on for PQN, as "
+        "in its paper; off for PPO).",
+    )
+    log_std: Literal["state_independent", "state_dependent"] = setting(
+        "state_independent",
+        "Continuous actions: the Gaussian's log-std is a learned vector "
+        "(state_independent) or more actor outputs (state_dependent).",
+    )
+    squash: Literal["clip", "tanh"] = setting(
+        "clip",
+        "Continuous actions: the env clips a Gaussian sample to its bounds when it steps "
+        "(the log-probability is the unclipped sample's), or tanh squashes it into them "
+        "(with the change-of-variables correction).",
+    )
+    init_log_std: float = setting(
+        0.0, "Continuous actions: the log-std at initialisation (0: std 1)."
+    )
