@@ -359,3 +359,24 @@ def test_resume_continues_the_same_mlflow_run_without_duplicates(tmp_path):
     assert client.get_run(run_id).info.status == "FINISHED"
     assert (out / "metrics.jsonl").read_bytes() == written
     assert load_policy(out / "policy").num_seeds == config.num_seeds
+
+
+def test_a_run_saved_before_a_config_key_existed_still_resumes(small_run, tmp_path, capsys):
+    """A key added to nnxrl since (here network.options) counts as its default."""
+    import yaml
+
+    old = tmp_path / "old"
+    shutil.copytree(small_run, old)
+    for saved in (old / "checkpoints").glob("*/meta/metadata"):
+        meta = json.loads(saved.read_text())
+        del meta["config"]["network"]["options"]
+        saved.write_text(json.dumps(meta))
+    spec = yaml.safe_load((old / "config.yaml").read_text())
+    del spec["network"]["options"]
+    (old / "config.yaml").write_text(yaml.safe_dump(spec))
+    started = json.loads((old / "run.json").read_text())
+    del started["config"]["network"]["options"]
+    (old / "run.json").write_text(json.dumps(started))
+    assert main(["train", "--resume", str(old)]) == 0, capsys.readouterr().err
+    assert main(["train", "--resume", str(old), "--set", "network.options={x: 1}"]) == 2
+    assert "network.options" in capsys.readouterr().err

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from nnxrl.cli import main as cli
 
@@ -62,3 +63,29 @@ def test_a_hand_written_loop_learns(monkeypatch):
     returns = example("own_loop").main(total_env_steps=51_200)
     assert returns.shape == (100,)
     assert np.nanmean(returns[-20:]) > 2 * np.nanmean(returns[:20])
+
+
+@pytest.mark.parametrize("config", ["ppo-cartpole", "pqn-cartpole"])
+def test_a_registered_network_kind_is_trained_by_ppo_and_pqn_from_yaml(tmp_path, config):
+    """examples/custom_network.py needs nothing from the core but registration."""
+    from nnxrl.policy import load_policy, param_paths
+
+    out = tmp_path / config
+    args = ["--plugin", "examples/custom_network.py", "train", f"configs/{config}.yaml"]
+    args += ["--out", str(out), "--set", "network.kind=resmlp"]
+    args += ["--set", "network.options={num_blocks: 3}", "--set", "network.width=32"]
+    assert cli(args + ["--set", "total_env_steps=4096", "--set", "logging.backends=[]"]) == 0
+    paths = [path for path, _ in param_paths(load_policy(out / "policy").params)]
+    assert sum(p.startswith("torso.blocks.") and p.endswith(".kernel.value") for p in paths) == 3
+    # eval rebuilds the network from the saved policy, through the registration
+    assert cli(["--plugin", "examples/custom_network.py", "eval", str(out), "--episodes", "2"]) == 0
+
+
+def test_a_network_kinds_options_are_checked_by_name(capsys):
+    base = ["--plugin", "examples/custom_network.py", "train", "configs/ppo-cartpole.yaml"]
+    assert cli(base + ["--set", "network.kind=resmpl"]) == 2
+    assert "did you mean 'resmlp'?" in capsys.readouterr().err
+    assert cli(base + ["--set", "network.kind=resmlp", "--set", "network.options={blocks: 2}"]) == 2
+    assert "network.options.blocks" in capsys.readouterr().err
+    assert cli(base + ["--set", "network.options={num_blocks: 2}"]) == 2
+    assert "network.kind 'feedforward' has no options of its own" in capsys.readouterr().err

@@ -43,7 +43,7 @@ def test_epsilon_hits_its_finish_exactly_at_the_configured_update_and_stays():
 def q_network(kind="feedforward", layer_norm=None, num_values=1, obs_id="CartPole-v1"):
     spec = env_spec(config_lib.EnvConfig(id=obs_id))
     cfg = NetworkConfig(kind=kind, num_layers=2, width=16, layer_norm=layer_norm)
-    return build_network(cfg, spec, num_values, jax.random.key(0), "pqn"), spec
+    return build_network(cfg, spec, num_values, jax.random.key(0), "q"), spec
 
 
 def test_q_networks_have_layer_norm_unless_switched_off_and_one_row_per_stream():
@@ -61,7 +61,7 @@ def test_q_networks_have_layer_norm_unless_switched_off_and_one_row_per_stream()
     expected = jnp.take_along_axis(q, best[:, None, None].repeat(2, 1), axis=-1)[..., 0]
     np.testing.assert_allclose(greedy_values(q, weights), expected)
     # PPO keeps its plain networks unless asked
-    ppo = build_network(NetworkConfig(width=16), spec, 1, jax.random.key(0), "ppo")
+    ppo = build_network(NetworkConfig(width=16), spec, 1, jax.random.key(0), "actor_critic")
     assert not any("norms" in str(p) for p, _ in nnx.to_flat_state(nnx.state(ppo)))
 
 

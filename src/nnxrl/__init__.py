@@ -10,6 +10,8 @@ The public Python API (see the README's "Python API" section):
   ``from_single(...)`` (your own single-env JAX functions as a batched env);
 - add-ons: ``register_addon(name, Options, factory)`` (options declared with
   ``setting``), ``Addon``, ``AddonContext``, ``Experience``;
+- networks: ``register_network(kind, Options, {head: build}, sequences)``
+  (``nnxrl.networks.registry``);
 - your own loop: ``make_algorithm(config, env, addon)`` gives ``init(key)`` and
   ``update`` (both jittable; ``init`` vmaps over keys) and ``hyperparams_from(config)``
   the traced coefficients of ``config.algo``; without a config, ``make_ppo(
@@ -33,6 +35,7 @@ from nnxrl.devices import use_cpu_devices
 from nnxrl.envs import EnvSpec, EnvStep, VecEnv, from_single, make_env, register_env
 from nnxrl.intrinsic import Addon, AddonContext, Experience, addon_for
 from nnxrl.intrinsic import register as register_addon
+from nnxrl.networks import register_network
 from nnxrl.policy import Policy, load_policy, policy_from_checkpoint
 from nnxrl.schema import setting
 from nnxrl.training import RunResult, train
@@ -72,6 +75,7 @@ __all__ = [
     "policy_from_checkpoint",
     "register_addon",
     "register_env",
+    "register_network",
     "setting",
     "train",
 ]

@@ -328,19 +328,24 @@ def config_differences(
     ignore: tuple[str, ...] = ("logging", "checkpoint", "compile_cache", "mesh", "distributed"),
 ) -> list[str]:
     """Dotted keys whose values differ between two config dicts (``ignore``d sections
-    may differ), as 'key: saved -> requested'."""
+    may differ), as 'key: saved -> requested'. A key the saved config lacks (one added
+    to nnxrl since) counts as its default."""
+    from nnxrl import config as config_lib
+
     out = []
 
-    def walk(a: Any, b: Any, prefix: str) -> None:
+    def walk(a: Any, b: Any, default: Any, prefix: str) -> None:
         if isinstance(a, dict) and isinstance(b, dict):
+            default = default if isinstance(default, dict) else {}
             for key in sorted(set(a) | set(b)):
                 if not prefix and key in ignore:
                     continue
-                walk(a.get(key), b.get(key), f"{prefix}{key}.")
+                saved_value = a[key] if key in a else default.get(key)
+                walk(saved_value, b.get(key), default.get(key), f"{prefix}{key}.")
         elif a != b:
             out.append(f"{prefix.rstrip('.')}: {a!r} -> {b!r}")
 
-    walk(saved, requested, "")
+    walk(saved, requested, config_lib.to_dict(config_lib.Config()), "")
     for section, key in KEPT_IN_STATE:  # in an ignored section, but shapes the run state
         a, b = (d.get(section, {}).get(key) for d in (saved, requested))
         if a is not None and b is not None and a != b:

@@ -21,11 +21,13 @@ import yaml
 
 from nnxrl import schema
 from nnxrl import sweep as sweep_lib
+from nnxrl.algos.settings import NETWORK_HEADS
 from nnxrl.algos.settings import PPOSettings as PPOConfig
 from nnxrl.algos.settings import PQNSettings as PQNConfig
 from nnxrl.devices import start_jax
 from nnxrl.envs import check_env_config, is_continuous
 from nnxrl.intrinsic import addon_options, known_addons
+from nnxrl.networks.registry import check_network, network_kind
 from nnxrl.networks.settings import NetworkSettings as NetworkConfig
 from nnxrl.schema import ConfigError, parse_yaml, setting, to_dict
 
@@ -361,6 +363,7 @@ def validate(config: Config) -> Config:
     """Reject impossible combinations; returns the config unchanged when it is sound."""
     env, algo, name = config.env, config.algo_config, config.algo
     _reject_unused_section(config)
+    check_network(config.network.kind, config.network.options, NETWORK_HEADS[name])
     if env.num_envs % env.reset_ratio:
         raise ConfigError(
             f"env.reset_ratio: {env.reset_ratio} does not divide env.num_envs={env.num_envs}; "
@@ -372,7 +375,7 @@ def validate(config: Config) -> Config:
             f"env.num_envs * {name}.num_steps = {env.num_envs} * {algo.num_steps} = "
             f"{config.batch_size} transitions; choose a divisor of {config.batch_size}"
         )
-    if config.network.kind == "gru" and env.num_envs % algo.num_minibatches:
+    if network_kind(config.network.kind).sequences and env.num_envs % algo.num_minibatches:
         raise ConfigError(
             f"{name}.num_minibatches: {algo.num_minibatches} does not divide env.num_envs="
             f"{env.num_envs}; a recurrent network trains on minibatches of whole env "
@@ -506,7 +509,7 @@ def env_split_problem(config: Config, shards: int) -> str:
     if config.mesh.invariant:
         return ""
     per_device = env.num_envs // shards
-    if config.network.kind == "gru" and per_device % algo.num_minibatches:
+    if network_kind(config.network.kind).sequences and per_device % algo.num_minibatches:
         return (
             f"leaves {per_device} envs per device, which do not split into "
             f"{name}.num_minibatches={algo.num_minibatches} minibatches of whole sequences; "

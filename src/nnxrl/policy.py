@@ -25,6 +25,7 @@ from flax import nnx
 from nnxrl import config as config_lib
 from nnxrl import own_files, schema
 from nnxrl.algos.normalization import observe
+from nnxrl.algos.settings import NETWORK_HEADS
 from nnxrl.config import EnvConfig, NetworkConfig
 from nnxrl.envs import check_env_config, env_spec
 from nnxrl.networks import EpsilonGreedy, acting_values, build_network
@@ -171,7 +172,7 @@ def _network_template(env: EnvConfig, network: NetworkConfig, num_values: int, a
     """(graphdef, params as shapes): the network's structure, nothing computed."""
     spec = env_spec(env)
     model = nnx.eval_shape(
-        lambda: build_network(network, spec, num_values, jax.random.key(0), algo)
+        lambda: build_network(network, spec, num_values, jax.random.key(0), NETWORK_HEADS[algo])
     )
     return nnx.split(model)
 

@@ -54,6 +54,7 @@ from nnxrl.algos.settings import PPOSettings, RewardStreams, RunFacts
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
 from nnxrl.networks import build_network
+from nnxrl.networks.registry import network_kind
 from nnxrl.networks.settings import NetworkSettings
 from nnxrl.ops.gae import continuing_gae, episodic_gae
 from nnxrl.ops.losses import normalize, policy_loss, value_loss
@@ -392,7 +393,7 @@ def make_ppo(
         num_minibatches=p.num_minibatches,
         num_streams=streams.count,
         episodic=streams.episodic,
-        sequences=network.kind == "gru",
+        sequences=network_kind(network.kind).sequences,
         shuffle_groups=run.shuffle_groups,
         clip_value=p.clip_value,
         advantage_normalization=p.advantage_normalization,

@@ -48,6 +48,7 @@ from nnxrl.algos.settings import PQNSettings, RewardStreams, RunFacts
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
 from nnxrl.networks import EpsilonGreedy, acting_values, build_network, greedy_values
+from nnxrl.networks.registry import network_kind
 from nnxrl.networks.settings import NetworkSettings
 from nnxrl.ops.q_lambda import continuing_q_lambda, episodic_q_lambda
 from nnxrl.optim import constant_one, linear_decay, make_optimizer
@@ -282,7 +283,7 @@ def init(key: jax.Array, *, s: PQNStatic) -> RunState:
     """The run state before the first update: a fresh Q-network, optimiser, envs and
     add-on (jittable, and vmappable over keys for many seeds)."""
     network = build_network(
-        s.network, s.env.spec, s.num_streams, jax.random.fold_in(key, 0), algo="pqn"
+        s.network, s.env.spec, s.num_streams, jax.random.fold_in(key, 0), head="q"
     )
     return initial_run_state(key, network, s.env, s.tx, s.addon, s.return_window)
 
@@ -308,7 +309,7 @@ def make_pqn(
     addon = addon if addon is not None else no_bonus(NoOptions(), None)
     streams = streams if streams is not None else RewardStreams()
     shapes = nnx.eval_shape(
-        lambda: build_network(network, env.spec, streams.count, jax.random.key(0), "pqn")
+        lambda: build_network(network, env.spec, streams.count, jax.random.key(0), "q")
     )
     graphdef, _ = nnx.split(shapes)
     total_steps = run.num_updates * p.num_epochs * p.num_minibatches
@@ -326,7 +327,7 @@ def make_pqn(
         num_minibatches=p.num_minibatches,
         num_streams=streams.count,
         episodic=streams.episodic,
-        sequences=network.kind == "gru",
+        sequences=network_kind(network.kind).sequences,
         shuffle_groups=run.shuffle_groups,
         loss=p.loss,
         achievement_names=env.spec.achievement_names,

@@ -11,6 +11,9 @@ from typing import Literal
 
 from nnxrl.schema import setting
 
+# The head each algorithm's network carries (``nnxrl.networks.registry``).
+NETWORK_HEADS = {"ppo": "actor_critic", "pqn": "q"}
+
 
 @dataclass(frozen=True)
 class RunFacts:

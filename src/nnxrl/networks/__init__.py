@@ -11,6 +11,7 @@ from nnxrl.networks.q_network import (
     greedy_values,
 )
 from nnxrl.networks.recurrent import RecurrentActorCritic
+from nnxrl.networks.registry import register_network
 
 __all__ = [
     "ActorCritic",
@@ -24,4 +25,5 @@ __all__ = [
     "acting_values",
     "greedy_values",
     "build_network",
+    "register_network",
 ]

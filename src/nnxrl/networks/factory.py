@@ -1,6 +1,11 @@
-"""The network a config describes, for an env's spec and an algorithm."""
+"""The network a config describes, for an env's spec and the head an algorithm needs,
+and the two kinds nnxrl ships (registered here as a user's would be):
+``feedforward`` (separate actor and critic MLPs; PQN: one Q-network MLP) and ``gru``
+(an embedding and a GRU core shared by the heads)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import jax
 from flax import nnx
@@ -10,39 +15,69 @@ from nnxrl.networks.actor_critic import ActorCritic
 from nnxrl.networks.policy_head import PolicyHead
 from nnxrl.networks.q_network import QNetwork, RecurrentQNetwork
 from nnxrl.networks.recurrent import RecurrentActorCritic
-from nnxrl.networks.settings import NetworkSettings
-
-KINDS = {
-    ("ppo", "feedforward"): ActorCritic,
-    ("ppo", "gru"): RecurrentActorCritic,
-    ("pqn", "feedforward"): QNetwork,
-    ("pqn", "gru"): RecurrentQNetwork,
-}
+from nnxrl.networks.registry import network_kind, network_options, register_network
+from nnxrl.networks.settings import NetworkSettings, NoOptions
 
 
 def build_network(
-    network: NetworkSettings, spec: EnvSpec, num_values: int, key: jax.Array, algo: str = "ppo"
-) -> ActorCritic | RecurrentActorCritic | QNetwork | RecurrentQNetwork:
-    """PPO: an actor-critic (``network.kind`` feedforward or gru) with ``num_values``
-    critic outputs; PQN: a Q-network of the same kind with ``num_values`` rows of
-    action values. ``network.layer_norm`` None means on for PQN, off for PPO."""
-    layer_norm = network.layer_norm if network.layer_norm is not None else algo == "pqn"
-    rngs = nnx.Rngs(params=key)
-    extra = {}
-    if algo == "ppo":  # the actor's distribution, for the env's action space
-        options = dict(
-            log_std=network.log_std, squash=network.squash, init_log_std=network.init_log_std
+    network: NetworkSettings,
+    spec: EnvSpec,
+    num_values: int,
+    key: jax.Array,
+    head: str = "actor_critic",
+) -> Any:
+    """The ``network.kind`` network carrying ``head`` (``actor_critic`` with
+    ``num_values`` critic outputs, or ``q`` with ``num_values`` rows of action
+    values), initialised from ``key``."""
+    build = network_kind(network.kind).builders[head]
+    options = network_options(network.kind, network.options)
+    return build(network, options, spec, num_values, nnx.Rngs(params=key))
+
+
+def builtin(cls: type, head: str) -> Any:
+    """A builder for one of nnxrl's own network classes. ``network.layer_norm`` None
+    means on for the ``q`` head (as in PQN's paper), off for ``actor_critic``."""
+
+    def build(
+        network: NetworkSettings, options: Any, spec: EnvSpec, num_values: int, rngs: nnx.Rngs
+    ) -> Any:
+        layer_norm = network.layer_norm if network.layer_norm is not None else head == "q"
+        extra = {}
+        if head == "actor_critic":  # the actor's distribution, for the env's action space
+            extra["head"] = PolicyHead.for_env(
+                spec,
+                rngs,
+                log_std=network.log_std,
+                squash=network.squash,
+                init_log_std=network.init_log_std,
+            )
+        return cls(
+            spec.obs_shape,
+            spec.num_actions,
+            network.num_layers,
+            network.width,
+            network.activation,
+            network.conv_features,
+            rngs=rngs,
+            num_values=num_values,
+            layer_norm=layer_norm,
+            **extra,
         )
-        extra["head"] = PolicyHead.for_env(spec, rngs, **options)
-    return KINDS[algo, network.kind](
-        spec.obs_shape,
-        spec.num_actions,
-        network.num_layers,
-        network.width,
-        network.activation,
-        network.conv_features,
-        rngs=rngs,
-        num_values=num_values,
-        layer_norm=layer_norm,
-        **extra,
-    )
+
+    return build
+
+
+register_network(
+    "feedforward",
+    NoOptions,
+    {"actor_critic": builtin(ActorCritic, "actor_critic"), "q": builtin(QNetwork, "q")},
+)
+register_network(
+    "gru",
+    NoOptions,
+    {
+        "actor_critic": builtin(RecurrentActorCritic, "actor_critic"),
+        "q": builtin(RecurrentQNetwork, "q"),
+    },
+    sequences=True,
+)

@@ -13,11 +13,12 @@ from nnxrl.schema import setting
 class NetworkSettings:
     """A network's settings (the ``network`` section of a config)."""
 
-    kind: Literal["feedforward", "gru"] = setting(
+    kind: str = setting(
         "feedforward",
         "feedforward: separate actor and critic MLPs (PQN: one Q-network MLP); gru: an "
         "embedding and a GRU core of size width, shared by actor and critic MLP heads "
-        "(PQN: under a linear Q head), trained on whole env sequences.",
+        "(PQN: under a linear Q head), trained on whole env sequences; or any kind "
+        "registered with nnxrl.register_network.",
     )
     num_layers: int = setting(
         2,
@@ -50,3 +51,11 @@ class NetworkSettings:
     init_log_std: float = setting(
         0.0, "Continuous actions: the log-std at initialisation (0: std 1)."
     )
+    options: dict = setting(
+        {}, "The network kind's own settings (see its options class); unknown keys are rejected."
+    )
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """The settings of a network kind that has none of its own."""

@@ -1,0 +1,98 @@
+"""The network kinds ``network.kind`` may name, and how one is registered.
+
+A kind is its own settings (``network.options``: a frozen dataclass whose fields are
+made with ``nnxrl.setting``, checked by name like every config key), one builder per
+head it can carry, and whether it is recurrent (``sequences``: trained on whole env
+sequences re-run from the hidden state stored at the start of the rollout).
+
+Heads, and what the built module must offer (batch dims ``*L`` lead every array):
+
+- ``actor_critic`` (PPO): ``initial_hidden(B)``, ``step(hidden, obs, start) ->
+  (hidden, dist, value [B, K])``, ``unroll(hidden, obs [T, B, ...], start) -> (dist,
+  value [T, B, K])``; a feed-forward kind also ``value(obs) -> [*L, K]``.
+- ``q`` (PQN): ``initial_hidden(B)``, ``step(hidden, obs, start) -> (hidden, q [B,
+  K, A])``, ``unroll(hidden, obs, start) -> q [T, B, K, A]``; a feed-forward kind
+  also ``__call__(obs) -> q``.
+
+A builder is ``build(network, options, spec, num_values, rngs)``: the shared
+``NetworkSettings``, the kind's options, the env's ``EnvSpec``, K (critic outputs or
+rows of Qs) and the ``nnx.Rngs`` to initialise from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from nnxrl.schema import ConfigError, build_section
+
+HEADS = ("actor_critic", "q")
+
+
+class NetworkKind(NamedTuple):
+    options: type  # the kind's own settings (network.options)
+    builders: Mapping[str, Callable[..., Any]]  # head -> build(network, options, spec, K, rngs)
+    sequences: bool  # recurrent: trained on whole env sequences
+
+
+_KINDS: dict[str, NetworkKind] = {}
+
+
+def register_network(
+    kind: str,
+    options: type,
+    builders: Mapping[str, Callable[..., Any]],
+    sequences: bool = False,
+) -> None:
+    """Make a network available as ``network.kind: <kind>``, for the heads in
+    ``builders`` (``actor_critic`` for PPO, ``q`` for PQN; see the module docstring)."""
+    if not dataclasses.is_dataclass(options):
+        raise TypeError(f"register_network({kind!r}): options must be a dataclass, got {options}")
+    unknown = sorted(set(builders) - set(HEADS))
+    if unknown or not builders:
+        raise TypeError(
+            f"register_network({kind!r}): builders are keyed by head, one or more of "
+            f"{list(HEADS)}; got {sorted(builders)}"
+        )
+    _KINDS[kind] = NetworkKind(options, dict(builders), sequences)
+
+
+def known_networks() -> list[str]:
+    return list(_KINDS)
+
+
+def network_kind(kind: str) -> NetworkKind:
+    """The registration of ``kind``; a ConfigError naming the known ones otherwise."""
+    if kind not in _KINDS:
+        close = difflib.get_close_matches(kind, list(_KINDS), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(
+            f"network.kind: {kind!r} is not a known network{hint} Known: {sorted(_KINDS)} "
+            "(register your own with nnxrl.register_network and load it with --plugin)"
+        )
+    return _KINDS[kind]
+
+
+def network_options(kind: str, options: dict) -> Any:
+    """The kind's options object from the config's ``network.options`` mapping."""
+    cls = network_kind(kind).options
+    if options and not dataclasses.fields(cls):
+        raise ConfigError(
+            f"network.options: sets {', '.join(sorted(map(str, options)))}, but network.kind "
+            f"{kind!r} has no options of its own; leave network.options out"
+        )
+    return build_section(cls, options, "network.options.")
+
+
+def check_network(kind: str, options: dict, head: str) -> None:
+    """Raise a ConfigError unless ``kind`` is known, carries ``head`` and takes
+    ``options``."""
+    registration = network_kind(kind)
+    if head not in registration.builders:
+        raise ConfigError(
+            f"network.kind: {kind!r} has no {head} head (it has: "
+            f"{sorted(registration.builders)}), which this algorithm needs"
+        )
+    network_options(kind, options)
