@@ -5,10 +5,11 @@ phases by name: ``collect_rollout`` (T steps of B envs) -> the intrinsic add-on'
 ``reward`` and ``update`` -> ``compute_advantages`` (K reward streams, GAE per
 stream) -> ``update_epochs`` (epochs of minibatch steps, ``algos/sgd.py``, minimising
 ``ppo_loss``) -> ``summarize`` (fixed-shape metrics). Every setting that is not
-traced lives in one frozen ``PPOStatic``, bound once with ``functools.partial`` by
-``make_ppo`` at the end of the file; the traced coefficients arrive as
-``Hyperparams``. The caller scans ``update`` into chunks (``nnxrl.chunk``) and jits
-(and vmaps over seeds) only those.
+traced lives in one frozen ``PPOStatic`` (the shared ``OnPolicyStatic`` of
+``algos/on_policy.py``, the skeleton PPO and PQN share, and PPO's own fields), bound
+once with ``functools.partial`` by ``make_ppo`` at the end of the file; the traced
+coefficients arrive as ``Hyperparams``. The caller scans ``update`` into chunks
+(``nnxrl.chunk``) and jits (and vmaps over seeds) only those.
 
 Reward streams: with ``intrinsic.mode: reward`` there is one, r + c * b; with
 ``value_head`` there are two, r and c * b, each with its own critic output,
@@ -35,11 +36,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from flax import nnx
 
 from nnxrl.algos import sgd
-from nnxrl.algos.episode_metrics import episode_metrics
 from nnxrl.algos.initial_state import initial_run_state
 from nnxrl.algos.intrinsic_streams import combine_rewards, to_experience
 from nnxrl.algos.normalization import (
@@ -49,50 +48,35 @@ from nnxrl.algos.normalization import (
     scale_rewards,
     update_obs,
 )
-from nnxrl.algos.return_window import ReturnWindow, record_episodes, window_metrics
+from nnxrl.algos.on_policy import (
+    OnPolicyStatic,
+    bind_static,
+    epochs_start,
+    per_stream,
+    shared_metrics,
+)
+from nnxrl.algos.return_window import ReturnWindow, record_episodes
 from nnxrl.algos.settings import PPOSettings, RewardStreams, RunFacts
 from nnxrl.envs import VecEnv
-from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
+from nnxrl.intrinsic.base import Addon
 from nnxrl.networks import build_network
-from nnxrl.networks.registry import network_kind
 from nnxrl.networks.settings import NetworkSettings
 from nnxrl.ops.gae import continuing_gae, episodic_gae
 from nnxrl.ops.losses import normalize, policy_loss, value_loss
 from nnxrl.ops.running_moments import Moments
-from nnxrl.optim import constant_one, linear_decay, make_optimizer
 from nnxrl.types import Batch, Hyperparams, RunState, Transition, UpdateState
 
 
 @dataclass(frozen=True)
-class PPOStatic:
-    """Everything PPO's phases need that is fixed for a run (shapes, counts, flags,
-    the env, the network's structure, the add-on, the optimiser)."""
+class PPOStatic(OnPolicyStatic):
+    """What PPO's phases need beyond the shared settings (``algos/on_policy.py``)."""
 
-    env: VecEnv
-    network: NetworkSettings  # what init builds
-    graphdef: Any  # the network's structure; params travel in the RunState
-    addon: Addon
-    tx: optax.GradientTransformation  # nnxrl.optim: clip, Adam, schedule, step size
-    lr_schedule: Callable[[jax.Array], jax.Array]  # optimiser step -> step-size multiplier
-    num_steps: int  # T: rollout length
-    num_epochs: int
-    num_minibatches: int
-    num_streams: int  # K: 1, or 2 with an intrinsic value head
-    episodic: tuple[bool, ...]  # per stream: cut returns at episode ends
-    sequences: bool  # recurrent: minibatches of whole env sequences
-    shuffle_groups: int  # blocks of envs shuffled apart (RunFacts)
     clip_value: bool
     advantage_normalization: str  # 'minibatch', 'batch' or 'none'
-    achievement_names: tuple[str, ...]
-    return_window: int  # episodes in the rolling return (logging.return_window)
     normalize_obs: bool  # algos/normalization.py
     normalize_reward: bool
     obs_clip: float
     reward_clip: float
-
-    @property
-    def steps_per_update(self) -> int:
-        return self.num_epochs * self.num_minibatches
 
 
 class PPO(NamedTuple):
@@ -234,16 +218,17 @@ def gae_per_stream(
     value targets, [T, B, K] each. Stream 0 (extrinsic) cuts at true ends and
     bootstraps through time limits; stream 1 (intrinsic) uses its own discount and,
     when not episodic, runs on through episode ends, bootstrapped with its own value."""
-    t = trajectory
     gammas = (hp.gamma, hp.intrinsic_gamma)
-    results = []
-    for k, cut_at_ends in enumerate(episodic):
-        args = (rewards[..., k], t.value[..., k], last_value[..., k])
-        if cut_at_ends:
-            args += (t.final_value[..., k], t.terminated, t.truncated)
-            results.append(episodic_gae(*args, gammas[k], hp.gae_lambda))
-        else:
-            results.append(continuing_gae(*args, gammas[k], hp.gae_lambda))
+    results = per_stream(
+        episodic_gae,
+        continuing_gae,
+        trajectory,
+        rewards,
+        last_value,
+        gammas,
+        hp.gae_lambda,
+        episodic,
+    )
     advantages, targets = zip(*results, strict=True)
     return jnp.stack(advantages, axis=-1), jnp.stack(targets, axis=-1)
 
@@ -278,10 +263,7 @@ def update_epochs(
 ) -> tuple[UpdateState, dict]:
     """num_epochs passes over the batch, one optimiser step on ``ppo_loss`` per
     minibatch (``algos/sgd.py``); metrics [E, M] per loss term."""
-    start = UpdateState(
-        run_state.params, run_state.opt_state, run_state.update * s.steps_per_update
-    )
-    return sgd.update_epochs(start, batch, key, hp, s, ppo_loss)
+    return sgd.update_epochs(epochs_start(run_state, s), batch, key, hp, s, ppo_loss)
 
 
 def ppo_loss(
@@ -330,10 +312,7 @@ def summarize(
     the episodes that ended (``algos/episode_metrics.py``) and the rolling return
     over the last N (``algos/return_window.py``), the add-on's metrics, and
     the extrinsic value function's explained variance."""
-    metrics = {k: v.mean() for k, v in loss_metrics.items()}
-    metrics.update(episode_metrics(trajectory, bonus, s.achievement_names))
-    metrics.update(window_metrics(recent_returns))
-    metrics.update(addon_metrics)
+    metrics = shared_metrics(trajectory, bonus, recent_returns, loss_metrics, addon_metrics, s)
     target, value = batch.target[..., 0], batch.value[..., 0]
     residual = jnp.var(target - value)
     metrics["stats/explained_variance"] = 1.0 - residual / jnp.maximum(jnp.var(target), 1e-8)
@@ -372,33 +351,17 @@ def make_ppo(
     intrinsic add-on (default: no bonus) and its reward streams (default: one) onto
     the phases; returns init and update."""
     p = settings
-    network = network if network is not None else NetworkSettings()
-    addon = addon if addon is not None else no_bonus(NoOptions(), None)
-    streams = streams if streams is not None else RewardStreams()
-    shapes = nnx.eval_shape(
-        lambda: build_network(network, env.spec, streams.count, jax.random.key(0))
-    )
-    graphdef, _ = nnx.split(shapes)
-    total_steps = run.num_updates * p.num_epochs * p.num_minibatches
-    lr_schedule = linear_decay(total_steps) if p.anneal_lr else constant_one
-    s = PPOStatic(
-        env=env,
-        network=network,
-        graphdef=graphdef,
-        addon=addon,
-        tx=make_optimizer(p.adam_eps, lr_schedule),
-        lr_schedule=lr_schedule,
-        num_steps=p.num_steps,
-        num_epochs=p.num_epochs,
-        num_minibatches=p.num_minibatches,
-        num_streams=streams.count,
-        episodic=streams.episodic,
-        sequences=network_kind(network.kind).sequences,
-        shuffle_groups=run.shuffle_groups,
+    s = bind_static(
+        PPOStatic,
+        p,
+        env,
+        run,
+        network,
+        addon,
+        streams,
+        head="actor_critic",
         clip_value=p.clip_value,
         advantage_normalization=p.advantage_normalization,
-        achievement_names=env.spec.achievement_names,
-        return_window=run.return_window,
         normalize_obs=p.normalize_obs,
         normalize_reward=p.normalize_reward,
         obs_clip=p.obs_clip,
@@ -407,7 +370,7 @@ def make_ppo(
     return PPO(
         init=partial(init, s=s),
         update=partial(train_update, s=s),
-        graphdef=graphdef,
+        graphdef=s.graphdef,
     )
 
 

@@ -11,7 +11,8 @@ updates, traced) -> ``collect_rollout`` (T epsilon-greedy steps of B envs) -> th
 intrinsic add-on's ``reward`` and ``update`` -> ``compute_targets`` (K reward
 streams, Q(lambda) per stream, ``ops/q_lambda.py``) -> ``update_epochs`` (epochs of
 minibatch steps, ``algos/sgd.py``, minimising ``q_loss``) -> ``summarize``. Every
-setting that is not traced lives in one frozen ``PQNStatic``, bound once with
+setting that is not traced lives in one frozen ``PQNStatic`` (the shared
+``OnPolicyStatic`` of ``algos/on_policy.py`` and PQN's own fields), bound once with
 ``functools.partial`` by ``make_pqn`` at the end of the file; the traced
 coefficients arrive as ``PQNHyperparams``.
 
@@ -40,46 +41,30 @@ import optax
 from flax import nnx
 
 from nnxrl.algos import sgd
-from nnxrl.algos.episode_metrics import episode_metrics
 from nnxrl.algos.initial_state import initial_run_state
 from nnxrl.algos.intrinsic_streams import combine_rewards, to_experience
-from nnxrl.algos.return_window import ReturnWindow, record_episodes, window_metrics
+from nnxrl.algos.on_policy import (
+    OnPolicyStatic,
+    bind_static,
+    epochs_start,
+    per_stream,
+    shared_metrics,
+)
+from nnxrl.algos.return_window import ReturnWindow, record_episodes
 from nnxrl.algos.settings import PQNSettings, RewardStreams, RunFacts
 from nnxrl.envs import VecEnv
-from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
+from nnxrl.intrinsic.base import Addon
 from nnxrl.networks import EpsilonGreedy, acting_values, build_network, greedy_values
-from nnxrl.networks.registry import network_kind
 from nnxrl.networks.settings import NetworkSettings
 from nnxrl.ops.q_lambda import continuing_q_lambda, episodic_q_lambda
-from nnxrl.optim import constant_one, linear_decay, make_optimizer
 from nnxrl.types import PQNHyperparams, QBatch, QTransition, RunState, UpdateState
 
 
 @dataclass(frozen=True)
-class PQNStatic:
-    """Everything PQN's phases need that is fixed for a run."""
+class PQNStatic(OnPolicyStatic):
+    """What PQN's phases need beyond the shared settings (``algos/on_policy.py``)."""
 
-    env: VecEnv
-    network: NetworkSettings  # what init builds
-    graphdef: Any  # the Q-network's structure; params travel in the RunState
-    addon: Addon
-    tx: optax.GradientTransformation  # nnxrl.optim: clip, RAdam/Adam, schedule, step size
-    lr_schedule: Callable[[jax.Array], jax.Array]  # optimiser step -> step-size multiplier
-    num_updates: int  # of the whole run: the epsilon decay's time base
-    num_steps: int  # T: rollout length
-    num_epochs: int
-    num_minibatches: int
-    num_streams: int  # K: 1, or 2 with an intrinsic Q head
-    episodic: tuple[bool, ...]  # per stream: cut returns at episode ends
-    sequences: bool  # recurrent: minibatches of whole env sequences
-    shuffle_groups: int  # blocks of envs shuffled apart (RunFacts)
     loss: str  # 'squared' or 'huber'
-    achievement_names: tuple[str, ...]
-    return_window: int  # episodes in the rolling return (logging.return_window)
-
-    @property
-    def steps_per_update(self) -> int:
-        return self.num_epochs * self.num_minibatches
 
 
 class PQN(NamedTuple):
@@ -187,18 +172,19 @@ def compute_targets(
     """Q(lambda) returns [T, B, K], per reward stream: the extrinsic one (scaled by
     reward_scale) cuts at true ends and bootstraps through time limits; the intrinsic
     one uses its own discount and, when not episodic, runs on through episode ends."""
-    t = trajectory
-    extrinsic = hp.reward_scale * t.reward
+    extrinsic = hp.reward_scale * trajectory.reward
     rewards = combine_rewards(extrinsic, bonus, hp.intrinsic_reward_coef, num_streams=s.num_streams)
     gammas = (hp.gamma, hp.intrinsic_gamma)
-    targets = []
-    for k, cut_at_ends in enumerate(s.episodic):
-        args = (rewards[..., k], t.value[..., k], last_value[..., k])
-        if cut_at_ends:
-            args += (t.final_value[..., k], t.terminated, t.truncated)
-            targets.append(episodic_q_lambda(*args, gammas[k], hp.q_lambda))
-        else:
-            targets.append(continuing_q_lambda(*args, gammas[k], hp.q_lambda))
+    targets = per_stream(
+        episodic_q_lambda,
+        continuing_q_lambda,
+        trajectory,
+        rewards,
+        last_value,
+        gammas,
+        hp.q_lambda,
+        s.episodic,
+    )
     return jnp.stack(targets, axis=-1)
 
 
@@ -220,10 +206,7 @@ def update_epochs(
 ) -> tuple[UpdateState, dict]:
     """num_epochs passes over the batch, one optimiser step on ``q_loss`` per
     minibatch (``algos/sgd.py``); metrics [E, M] per loss term."""
-    start = UpdateState(
-        run_state.params, run_state.opt_state, run_state.update * s.steps_per_update
-    )
-    return sgd.update_epochs(start, batch, key, hp, s, q_loss)
+    return sgd.update_epochs(epochs_start(run_state, s), batch, key, hp, s, q_loss)
 
 
 def q_loss(
@@ -264,10 +247,7 @@ def summarize(
     the episodes that ended (``algos/episode_metrics.py``) and the rolling return
     over the last N (``algos/return_window.py``), the add-on's metrics, the
     exploration epsilon and the mean greedy value and target of the extrinsic stream."""
-    metrics = {k: v.mean() for k, v in loss_metrics.items()}
-    metrics.update(episode_metrics(trajectory, bonus, s.achievement_names))
-    metrics.update(window_metrics(recent_returns))
-    metrics.update(addon_metrics)
+    metrics = shared_metrics(trajectory, bonus, recent_returns, loss_metrics, addon_metrics, s)
     metrics["stats/epsilon"] = epsilon
     metrics["stats/q_greedy"] = trajectory.value[..., 0].mean()
     metrics["stats/target"] = batch.target[..., 0].mean()
@@ -305,38 +285,11 @@ def make_pqn(
     intrinsic add-on (default: no bonus) and its reward streams (default: one) onto
     the phases; returns init and update."""
     p = settings
-    network = network if network is not None else NetworkSettings()
-    addon = addon if addon is not None else no_bonus(NoOptions(), None)
-    streams = streams if streams is not None else RewardStreams()
-    shapes = nnx.eval_shape(
-        lambda: build_network(network, env.spec, streams.count, jax.random.key(0), "q")
-    )
-    graphdef, _ = nnx.split(shapes)
-    total_steps = run.num_updates * p.num_epochs * p.num_minibatches
-    lr_schedule = linear_decay(total_steps) if p.anneal_lr else constant_one
-    s = PQNStatic(
-        env=env,
-        network=network,
-        graphdef=graphdef,
-        addon=addon,
-        tx=make_optimizer(p.adam_eps, lr_schedule, direction=p.optimizer),
-        lr_schedule=lr_schedule,
-        num_updates=run.num_updates,
-        num_steps=p.num_steps,
-        num_epochs=p.num_epochs,
-        num_minibatches=p.num_minibatches,
-        num_streams=streams.count,
-        episodic=streams.episodic,
-        sequences=network_kind(network.kind).sequences,
-        shuffle_groups=run.shuffle_groups,
-        loss=p.loss,
-        achievement_names=env.spec.achievement_names,
-        return_window=run.return_window,
-    )
+    s = bind_static(PQNStatic, p, env, run, network, addon, streams, "q", p.optimizer, loss=p.loss)
     return PQN(
         init=partial(init, s=s),
         update=partial(train_update, s=s),
-        graphdef=graphdef,
+        graphdef=s.graphdef,
     )
 
 
