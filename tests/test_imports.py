@@ -108,8 +108,23 @@ def test_the_package_has_no_import_cycle():
     assert cycles(import_graph()) == []
 
 
-def test_the_schema_is_a_leaf():
-    assert not {m for m in import_graph()["nnxrl.schema"] if m.startswith("nnxrl")}
+def test_the_schema_and_the_errors_are_leaves():
+    graph = import_graph()
+    assert {m for m in graph["nnxrl.schema"] if m.startswith("nnxrl")} == {"nnxrl.errors"}
+    assert not {m for m in graph["nnxrl.errors"] if m.startswith("nnxrl")}
+
+
+def test_every_error_class_is_in_the_errors_module():
+    """One error module: no other module defines an exception class."""
+    defined = {}
+    for path in (SRC / "nnxrl").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            bases = [ast.unparse(b) for b in getattr(node, "bases", [])]
+            if isinstance(node, ast.ClassDef) and any(
+                b.endswith(("Error", "Exception", "Interrupt")) for b in bases
+            ):
+                defined[node.name] = path.name
+    assert set(defined.values()) == {"errors.py"}, defined
 
 
 # The core: what an algorithm is made of. It may import itself, the env and add-on

@@ -14,7 +14,7 @@ from cli_runs import CARTPOLE, SHORT_CARTPOLE, sets
 
 from nnxrl import config as config_lib
 from nnxrl.cli import main
-from nnxrl.stop import Stopped
+from nnxrl.errors import Stopped
 from nnxrl.training import run_training
 
 SHORT = SHORT_CARTPOLE

@@ -26,9 +26,8 @@ from cli_runs import CARTPOLE, SHORT_CARTPOLE, sets
 from nnxrl import checkpoint
 from nnxrl import config as config_lib
 from nnxrl.cli import main
-from nnxrl.errors import StorageError
+from nnxrl.errors import Stopped, StorageError
 from nnxrl.logging.jsonl import JsonlBackend
-from nnxrl.stop import Stopped
 from nnxrl.training import run_training
 
 ROOT = Path(__file__).parents[1]
@@ -159,7 +158,7 @@ def test_sigint_to_the_process_group_under_uv_stops_once_and_resumes_exactly(ref
 SLOW_FLUSH = """
 import sys, time
 from nnxrl import config as config_lib
-from nnxrl.stop import Stopped
+from nnxrl.errors import Stopped
 from nnxrl.training import run_training
 
 class Slow:

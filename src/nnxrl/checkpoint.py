@@ -33,7 +33,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from nnxrl.errors import StorageError
+from nnxrl.errors import CheckpointError, StorageError
 
 
 @dataclass
@@ -52,10 +52,6 @@ class Cadence:
 
 
 META_KEYS = ("update", "config", "paths", "shapes", "dtypes")  # what save writes in meta
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint is missing, damaged, or does not belong to the requested run."""
 
 
 def checkpoint_dir(run_dir: str | Path) -> Path:

@@ -541,9 +541,7 @@ def plugin_errors(what: str, name: str) -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; exit codes: 0 done, 2 bad input (config, paths, checkpoints),
     3 non-finite values, 4 a write failed (disk full, read-only), 130 stopped."""
-    from nnxrl.checkpoint import CheckpointError
-    from nnxrl.errors import NonFiniteError, StorageError
-    from nnxrl.stop import Stopped
+    from nnxrl.errors import CheckpointError, NonFiniteError, Stopped, StorageError
 
     args = build_parser().parse_args(argv)
     try:

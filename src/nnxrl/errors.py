@@ -1,11 +1,23 @@
-"""The ways a run ends early that the command line reports with their own exit code.
-
-A config or input error is ``config.ConfigError`` (exit 2) and a missing or damaged
-checkpoint ``checkpoint.CheckpointError`` (exit 2); a stop on request is
-``stop.Stopped`` (exit 130). These two remain:
-"""
+"""Every way nnxrl refuses input or ends a run early, in one place, with the exit code
+the command line gives it (``ConfigError`` is also ``nnxrl.ConfigError`` and
+``nnxrl.config.ConfigError``)."""
 
 from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    """A configuration value is unknown, of the wrong type, out of range or
+    inconsistent; also any other bad input (paths, plugins, environment variables):
+    exit 2."""
+
+
+class RunLockedError(ConfigError):
+    """Another process writes to this run directory (exit 2)."""
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, damaged, or does not belong to the requested run
+    (exit 2)."""
 
 
 class NonFiniteError(RuntimeError):
@@ -16,3 +28,12 @@ class NonFiniteError(RuntimeError):
 class StorageError(RuntimeError):
     """A file the run must keep could not be written (disk full, read-only, I/O error;
     exit 4); the message says what was kept and how to continue."""
+
+
+class Stopped(KeyboardInterrupt):
+    """The run was stopped on request (signal or ``stop_after``) at ``update``, after
+    checkpointing it (exit 130); ``nnxrl train --resume`` continues it."""
+
+    def __init__(self, update: int, out_dir: object = None) -> None:
+        super().__init__(f"stopped at update {update}")
+        self.update, self.out_dir = update, out_dir

@@ -312,7 +312,7 @@ def _checkpoint_paths(template: Any) -> dict[str, str]:
 def _fill(template: Any, lookup: Any, where: str) -> Any:
     """The template's leaves replaced by the saved arrays of the same path (each with a
     leading seed axis); a missing or misshapen one is an error naming the path."""
-    from nnxrl.checkpoint import CheckpointError
+    from nnxrl.errors import CheckpointError
 
     leaves = []
     for path, want in param_paths(template):

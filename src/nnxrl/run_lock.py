@@ -23,14 +23,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from nnxrl.errors import StorageError
-from nnxrl.schema import ConfigError
+from nnxrl.errors import ConfigError, RunLockedError, StorageError
 
 LOCK_FILE = ".nnxrl.lock"
-
-
-class RunLockedError(ConfigError):
-    """Another process writes to this run directory (exit 2)."""
 
 
 @contextmanager

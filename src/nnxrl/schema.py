@@ -20,9 +20,7 @@ from typing import Any, Literal
 
 import yaml
 
-
-class ConfigError(ValueError):
-    """A configuration value is unknown, of the wrong type, out of range or inconsistent."""
+from nnxrl.errors import ConfigError
 
 
 def setting(

@@ -19,15 +19,6 @@ from contextlib import contextmanager
 REPEAT_WINDOW = 1.0  # seconds within which repeated stop signals count as one
 
 
-class Stopped(KeyboardInterrupt):
-    """The run was stopped on request (signal or ``stop_after``) at ``update``, after
-    checkpointing it; ``nnxrl train --resume`` continues it."""
-
-    def __init__(self, update: int, out_dir: object = None) -> None:
-        super().__init__(f"stopped at update {update}")
-        self.update, self.out_dir = update, out_dir
-
-
 class StopRequest:
     """The flag a signal handler sets; the run loop reads ``requested``."""
 

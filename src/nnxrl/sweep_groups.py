@@ -19,7 +19,7 @@ from typing import Any
 from nnxrl import checkpoint, run_dir, run_lock
 from nnxrl import config as config_lib
 from nnxrl.devices import is_main_process
-from nnxrl.stop import Stopped
+from nnxrl.errors import Stopped
 from nnxrl.sweep import describe_values, groups, untraced_keys
 from nnxrl.sweep_report import GROUP_PREFIX
 

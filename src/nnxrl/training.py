@@ -22,7 +22,7 @@ import numpy as np
 from nnxrl import checkpoint, run_dir, run_lock
 from nnxrl import config as config_lib
 from nnxrl.devices import is_main_process
-from nnxrl.errors import NonFiniteError, StorageError
+from nnxrl.errors import NonFiniteError, Stopped, StorageError
 from nnxrl.logging import Backend, Members, make_logger, members_of
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import records_to_arrays
@@ -30,7 +30,7 @@ from nnxrl.mesh import host_copy
 from nnxrl.programs import Programs, compile_programs
 from nnxrl.run_dir import StartPoint
 from nnxrl.run_loop import RunLoop
-from nnxrl.stop import Stopped, StopRequest, graceful_stop
+from nnxrl.stop import StopRequest, graceful_stop
 from nnxrl.sweep_groups import needs_groups, train_groups
 
 
