@@ -362,21 +362,31 @@ def test_resume_continues_the_same_mlflow_run_without_duplicates(tmp_path):
 
 
 def test_a_run_saved_before_a_config_key_existed_still_resumes(small_run, tmp_path, capsys):
-    """A key added to nnxrl since (here network.options) counts as its default."""
+    """A key added to nnxrl since (here network.options) counts as its default, and
+    the sections of the algorithms not chosen that older runs saved (at their
+    defaults) are passed over."""
     import yaml
+
+    from nnxrl.algos.settings import PQNSettings
+
+    def as_older(config: dict) -> dict:
+        del config["network"]["options"]
+        config["pqn"] = config_lib.to_dict(PQNSettings())
+        return config
 
     old = tmp_path / "old"
     shutil.copytree(small_run, old)
     for saved in (old / "checkpoints").glob("*/meta/metadata"):
         meta = json.loads(saved.read_text())
-        del meta["config"]["network"]["options"]
+        meta["config"] = as_older(meta["config"])
         saved.write_text(json.dumps(meta))
-    spec = yaml.safe_load((old / "config.yaml").read_text())
-    del spec["network"]["options"]
-    (old / "config.yaml").write_text(yaml.safe_dump(spec))
+    (old / "config.yaml").write_text(
+        yaml.safe_dump(as_older(yaml.safe_load((old / "config.yaml").read_text())))
+    )
     started = json.loads((old / "run.json").read_text())
-    del started["config"]["network"]["options"]
+    started["config"] = as_older(started["config"])
     (old / "run.json").write_text(json.dumps(started))
     assert main(["train", "--resume", str(old)]) == 0, capsys.readouterr().err
+    assert "pqn" not in yaml.safe_load((old / "config.yaml").read_text())
     assert main(["train", "--resume", str(old), "--set", "network.options={x: 1}"]) == 2
     assert "network.options" in capsys.readouterr().err

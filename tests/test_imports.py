@@ -128,7 +128,8 @@ def test_every_error_class_is_in_the_errors_module():
 
 
 # The core: what an algorithm is made of. It may import itself, the env and add-on
-# interfaces, the optimiser, the shared types and the schema's `setting`, never the
+# interfaces, the optimiser, the shared types, the schema's `setting` and the error
+# classes, never the
 # host side (config, mesh, devices, logging, sweeps, the run): an algorithm is built
 # from its own settings and the facts passed in.
 CORE = ("nnxrl.algos", "nnxrl.networks", "nnxrl.ops")
@@ -139,6 +140,7 @@ CORE_MAY_IMPORT = (
     "nnxrl.optim",
     "nnxrl.types",
     "nnxrl.schema",
+    "nnxrl.errors",
 )
 
 

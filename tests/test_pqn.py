@@ -91,11 +91,13 @@ def test_pqn_settings_are_checked_with_named_errors():
         config_lib.load(PQN_CARTPOLE, ["pqn.epsilon_finish=1.5"])
     with pytest.raises(ConfigError, match="pqn.q_lambda"):
         config_lib.load(PQN_CARTPOLE, ["pqn.q_lambda=-0.1"])
-    # settings for the algorithm not chosen would be ignored: refused, naming them
-    with pytest.raises(ConfigError, match=r"ppo.num_steps.*algo is 'pqn'"):
+    # a section for the algorithm not chosen would be ignored: refused, naming it
+    with pytest.raises(ConfigError, match=r"ppo: a section for algo 'ppo', but algo is 'pqn'"):
         config_lib.load(PQN_CARTPOLE, ["ppo.num_steps=32"])
-    with pytest.raises(ConfigError, match=r"pqn.q_lambda.*algo is 'ppo'"):
+    with pytest.raises(ConfigError, match=r"pqn: a section for algo 'pqn', but algo is 'ppo'"):
         config_lib.load("configs/ppo-cartpole.yaml", ["pqn.q_lambda=0.5"])
+    with pytest.raises(ConfigError, match=r"ppo: a section.*or set algo: ppo"):
+        config_lib.load("configs/ppo-cartpole.yaml", ["algo=pqn"])
     config = config_lib.load(PQN_CARTPOLE)
     assert config.batch_size == 32 * 64 and config.num_updates == 244
 

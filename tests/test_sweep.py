@@ -24,6 +24,7 @@ from nnxrl.policy import load_policy
 
 ROOT = Path(__file__).parents[1]
 CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
+PQN_CARTPOLE = str(ROOT / "configs/pqn-cartpole.yaml")
 SMALL = [  # 4 updates of 4 envs x 128 steps, a chunk and a checkpoint every 2
     "total_env_steps=2048",
     "logging.updates_per_chunk=2",
@@ -266,8 +267,12 @@ def test_a_random_sweep_is_reproducible_from_its_seed_and_in_bounds():
             "matches none of the sweep's settings",
         ),
         (
-            ["algo=pqn", "pqn.num_minibatches=4", "sweep.grid={ppo.learning_rate: [1e-3]}"],
-            "Keys pqn sweeps in one program: pqn.learning_rate",
+            ["sweep.grid={pqn.learning_rate: [1e-3]}"],
+            "pqn.learning_rate is not a config key; did you mean ppo.learning_rate?",
+        ),
+        (
+            ["sweep.grid={ppo.num_steps: [16, 32]}"],
+            "Keys ppo sweeps in one program: ppo.learning_rate, ppo.gamma",
         ),
     ],
 )
@@ -277,19 +282,18 @@ def test_bad_sweeps_are_refused_by_name(overrides, message):
     assert message in str(raised.value)
 
 
-@pytest.mark.parametrize("algo", ["ppo", "pqn"])
-def test_every_traced_key_reaches_its_own_coefficient(algo):
-    """The traced keys list cannot drift from the algorithms: changing one changes
-    exactly one coefficient of the program's Hyperparams."""
-    base = config_lib.load(CARTPOLE, [f"algo={algo}", f"{algo}.num_minibatches=4"])
+@pytest.mark.parametrize("config", [CARTPOLE, PQN_CARTPOLE])
+def test_every_traced_key_reaches_its_own_coefficient(config):
+    """The traced keys (declared once, in the settings) cannot drift from the
+    algorithms: changing one changes exactly one coefficient of the program's
+    Hyperparams, and every coefficient has its key."""
+    base = config_lib.load(config)
     reference = hyperparams_for(base)
     touched = set()
-    for key in sweep.TRACED_KEYS[algo]:
+    for key in config_lib.traced_keys(base):
         section, name = key.split(".")
-        value = getattr(getattr(base, section), name)
-        changed = config_lib.load(
-            CARTPOLE, [f"algo={algo}", f"{algo}.num_minibatches=4", f"{key}={value * 0.5 + 0.01}"]
-        )
+        value = config_lib.to_dict(base)[section][name]
+        changed = config_lib.load(config, [f"{key}={value * 0.5 + 0.01}"])
         diff = [
             f
             for f in reference._fields
@@ -332,16 +336,19 @@ def test_allow_recompile_trains_each_program_in_turn(tmp_path, capsys):
 
 def test_a_pqn_sweep_trains_its_own_coefficients():
     overrides = [
-        "algo=pqn",
+        "env.num_envs=4",
+        "network.width=64",
         "total_env_steps=1024",
         "pqn.num_steps=32",
         "pqn.num_minibatches=4",
         "logging.backends=[]",
         "sweep.grid={pqn.epsilon_finish: [0.05, 0.5], pqn.q_lambda: [0.9]}",
     ]
-    swept = nnxrl.train(config_lib.load(CARTPOLE, overrides))
+    swept = nnxrl.train(config_lib.load(PQN_CARTPOLE, overrides))
     alone = nnxrl.train(
-        config_lib.load(CARTPOLE, [*overrides[:-1], "pqn.epsilon_finish=0.5", "pqn.q_lambda=0.9"])
+        config_lib.load(
+            PQN_CARTPOLE, [*overrides[:-1], "pqn.epsilon_finish=0.5", "pqn.q_lambda=0.9"]
+        )
     )
     np.testing.assert_allclose(
         swept.setting_metrics(1)["loss/total"], alone.metrics["loss/total"], rtol=1e-4

@@ -12,6 +12,8 @@ The public Python API (see the README's "Python API" section):
   ``setting``), ``Addon``, ``AddonContext``, ``Experience``;
 - networks: ``register_network(kind, Options, {head: build}, sequences)``
   (``nnxrl.networks.registry``);
+- algorithms: ``register_algorithm(name, Settings, make, head=, discrete_only=)``
+  (``nnxrl.algos.registry``; ``examples/custom_algorithm.py``);
 - your own loop: ``make_algorithm(config, env, addon)`` gives ``init(key)`` and
   ``update`` (both jittable; ``init`` vmaps over keys) and ``hyperparams_from(config)``
   the traced coefficients of ``config.algo``; without a config, ``make_ppo(
@@ -27,6 +29,7 @@ import nnxrl.jax_variables  # noqa: F401  (first, before JAX: see the module)
 from nnxrl.algorithms import hyperparams_from, make_algorithm
 from nnxrl.algos.ppo import make_ppo
 from nnxrl.algos.pqn import make_pqn
+from nnxrl.algos.registry import register_algorithm
 from nnxrl.algos.settings import PPOSettings, PQNSettings, RewardStreams, RunFacts
 from nnxrl.config import Config, ConfigError
 from nnxrl.config import from_dict as config_from_dict
@@ -74,6 +77,7 @@ __all__ = [
     "make_pqn",
     "policy_from_checkpoint",
     "register_addon",
+    "register_algorithm",
     "register_env",
     "register_network",
     "setting",

@@ -1,38 +1,34 @@
-"""The algorithms a config may name (``algo:``), and the one place a whole config
-becomes an algorithm's own inputs: its settings section, the run's facts
-(``RunFacts``) and the reward streams of its add-on (``RewardStreams``). The
-algorithms themselves (``nnxrl.algos``) know nothing of the config."""
+"""Where a whole config becomes an algorithm's own inputs: its settings section, the
+run's facts (``RunFacts``) and the reward streams of its add-on (``RewardStreams``).
+Which algorithms a config may name is the registry's (``nnxrl.algos.registry``);
+the algorithms themselves (``nnxrl.algos``) know nothing of the config."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Protocol
 
-from nnxrl.algos import ppo, pqn
+from nnxrl.algos.hyperparams import hyperparams
+from nnxrl.algos.registry import algorithm
 from nnxrl.algos.settings import RewardStreams, RunFacts
 from nnxrl.config import Config, IntrinsicConfig
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon
-from nnxrl.types import Hyperparams, PQNHyperparams
 
 
-class Algorithm(NamedTuple):
-    make: Callable[..., Any]  # (settings, env, run, network, addon, streams) -> init, update
-    hyperparams: Callable[..., Any]  # (settings, streams) -> the traced coefficients
+class Algorithm(Protocol):
+    """What every registered algorithm's ``make`` returns (e.g. ``ppo.PPO``)."""
 
-
-ALGORITHMS = {
-    "ppo": Algorithm(ppo.make_ppo, ppo.hyperparams),
-    "pqn": Algorithm(pqn.make_pqn, pqn.hyperparams),
-}
+    init: Any  # key -> the first RunState (jittable, vmappable over keys)
+    update: Any  # (RunState, Hyperparams) -> (RunState, metrics): one iteration
+    graphdef: Any  # the network's structure, for rebuilding it from params
 
 
 def make_algorithm(
     config: Config, env: VecEnv, addon: Addon | None = None, shuffle_groups: int = 1
-) -> ppo.PPO | pqn.PQN:
+) -> Algorithm:
     """``config.algo``'s init, update and graphdef, bound to ``env`` and ``addon``;
     ``shuffle_groups`` blocks of envs are shuffled apart (a mesh's env shards)."""
-    return ALGORITHMS[config.algo].make(
+    return algorithm(config.algo).make(
         config.algo_config,
         env,
         run_facts(config, shuffle_groups),
@@ -42,9 +38,9 @@ def make_algorithm(
     )
 
 
-def hyperparams_from(config: Config) -> Hyperparams | PQNHyperparams:
-    """``config.algo``'s traced coefficients, from the config."""
-    return ALGORITHMS[config.algo].hyperparams(config.algo_config, reward_streams(config.intrinsic))
+def hyperparams_from(config: Config) -> Any:
+    """``config.algo``'s traced coefficients (its ``Hyperparams``), from the config."""
+    return hyperparams(config.algo_config, reward_streams(config.intrinsic))
 
 
 def run_facts(config: Config, shuffle_groups: int = 1) -> RunFacts:

@@ -325,7 +325,8 @@ def config_differences(
 ) -> list[str]:
     """Dotted keys whose values differ between two config dicts (``ignore``d sections
     may differ), as 'key: saved -> requested'. A key the saved config lacks (one added
-    to nnxrl since) counts as its default."""
+    to nnxrl since) counts as its default; the other algorithms' sections older runs
+    saved do not count."""
     from nnxrl import config as config_lib
 
     out = []
@@ -341,7 +342,9 @@ def config_differences(
         elif a != b:
             out.append(f"{prefix.rstrip('.')}: {a!r} -> {b!r}")
 
-    walk(saved, requested, config_lib.to_dict(config_lib.Config()), "")
+    saved = config_lib.without_legacy_sections(dict(saved))
+    defaults = config_lib.to_dict(config_lib.Config(algo=requested.get("algo", "ppo")))
+    walk(saved, requested, defaults, "")
     for section, key in KEPT_IN_STATE:  # in an ignored section, but shapes the run state
         a, b = (d.get(section, {}).get(key) for d in (saved, requested))
         if a is not None and b is not None and a != b:

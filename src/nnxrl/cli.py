@@ -129,20 +129,20 @@ def _load_policy(
         policy = policy_from_checkpoint(setting_run_dir(path, setting), step, setting)
     if epsilon is None:
         return policy
-    if policy.algo != "pqn":
+    if policy.head != "q":
         raise config_lib.ConfigError(
             f"--epsilon: {path} holds a {policy.algo} policy, which samples from its own "
-            "action distribution; --epsilon is for PQN (Q-network) policies. Leave it out, "
-            "or pass --greedy"
+            "action distribution; --epsilon is for Q-network policies (such as PQN's). "
+            "Leave it out, or pass --greedy"
         )
     return dataclasses.replace(policy, epsilon=epsilon)
 
 
 def _action_kind(policy, greedy: bool) -> str:
     """How actions are chosen, in words."""
-    if greedy or (policy.algo == "pqn" and policy.epsilon == 0):
+    if greedy or (policy.head == "q" and policy.epsilon == 0):
         return "greedy"
-    if policy.algo == "pqn":
+    if policy.head == "q":
         return f"epsilon-greedy (epsilon={policy.epsilon:g})"
     return "sampled"
 
@@ -332,8 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="MODULE",
-        help="import this module (a name or a .py file) first, so that the envs and "
-        "add-ons it registers can be named in configs; repeatable",
+        help="import this module (a name or a .py file) first, so that the envs, add-ons, "
+        "networks and algorithms it registers can be named in configs; repeatable",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train an agent from a YAML config")

@@ -21,7 +21,7 @@ import yaml
 
 from nnxrl import schema
 from nnxrl import sweep as sweep_lib
-from nnxrl.algos.settings import NETWORK_HEADS
+from nnxrl.algos.registry import algorithm, algorithm_settings
 from nnxrl.algos.settings import PPOSettings as PPOConfig
 from nnxrl.algos.settings import PQNSettings as PQNConfig
 from nnxrl.devices import start_jax
@@ -64,16 +64,20 @@ class IntrinsicConfig:
         "second Q head) with its own discount and returns (gamma, episodic), the two "
         "streams weighted by the two *_adv_coef (PQN: acting on the weighted sum of Qs).",
     )
-    reward_coef: float = _field(1.0, "Scale of the intrinsic reward stream.", low=0)
-    gamma: float = _field(0.99, "value_head: discount of the intrinsic stream.", low=0, high=1)
+    reward_coef: float = _field(1.0, "Scale of the intrinsic reward stream.", low=0, traced=True)
+    gamma: float = _field(
+        0.99, "value_head: discount of the intrinsic stream.", low=0, high=1, traced=True
+    )
     episodic: bool = _field(
         False,
         "value_head: cut intrinsic returns at episode ends (false: the intrinsic stream "
         "continues through resets, as in RND).",
     )
-    extrinsic_adv_coef: float = _field(1.0, "value_head: weight of the extrinsic advantage.", low=0)
+    extrinsic_adv_coef: float = _field(
+        1.0, "value_head: weight of the extrinsic advantage.", low=0, traced=True
+    )
     intrinsic_adv_coef: float = _field(
-        0.01, "value_head: weight of the intrinsic advantage.", low=0
+        0.01, "value_head: weight of the intrinsic advantage.", low=0, traced=True
     )
     learning_rate: float = _field(
         3e-4, "Add-on optimiser: Adam step size (constant).", low=0, low_open=True
@@ -276,10 +280,11 @@ class SweepConfig:
 
 @dataclass(frozen=True)
 class Config:
-    algo: Literal["ppo", "pqn"] = _field(
+    algo: str = _field(
         "ppo",
-        "The learning algorithm: ppo (actor-critic, section ppo) or pqn (parallel "
-        "Q-learning with Q(lambda) targets, section pqn).",
+        "The learning algorithm: ppo (actor-critic), pqn (parallel Q-learning with "
+        "Q(lambda) targets) or any registered with nnxrl.register_algorithm. Its settings "
+        "are the section of its name (ppo:, pqn:, ...); a section of another is an error.",
     )
     seed: int = _field(
         0,
@@ -293,8 +298,12 @@ class Config:
     total_env_steps: int = _field(500_000, "Environment steps per seed.", low=1)
     env: EnvConfig = _section(EnvConfig, "Environment and batching.")
     network: NetworkConfig = _section(NetworkConfig, "Actor and critic networks.")
-    ppo: PPOConfig = _section(PPOConfig, "PPO hyperparameters (algo: ppo).")
-    pqn: PQNConfig = _section(PQNConfig, "PQN hyperparameters (algo: pqn).")
+    algo_config: Any = schema.chosen_section(
+        "algo",
+        algorithm_settings,
+        "The chosen algorithm's settings, under its name.",
+        register="register more with nnxrl.register_algorithm in a file given to --plugin",
+    )
     intrinsic: IntrinsicConfig = _section(IntrinsicConfig, "Intrinsic-motivation add-on.")
     logging: LoggingConfig = _section(LoggingConfig, "Host-side hand-off and printing.")
     checkpoint: CheckpointConfig = _section(CheckpointConfig, "Checkpoints and resume.")
@@ -310,12 +319,18 @@ class Config:
         "Hyperparameter sweep: settings x seeds trained as one population in one program.",
     )
 
-    # Derived quantities ---------------------------------------------------------------
-    @property
-    def algo_config(self) -> PPOConfig | PQNConfig:
-        """The section of the chosen algorithm (ppo or pqn)."""
-        return getattr(self, self.algo)
+    def __post_init__(self) -> None:
+        schema.fill_chosen(self)  # algo_config: the chosen algorithm's defaults if unset
 
+    def __getattr__(self, name: str) -> Any:
+        """``config.ppo`` (the name of the chosen algorithm) is ``config.algo_config``."""
+        algo = self.__dict__.get("algo")
+        if algo is not None and name == algo:
+            return self.algo_config
+        why = f" (algo is {algo!r}: its section is config.{algo})" if algo else ""
+        raise AttributeError(f"'Config' object has no attribute {name!r}{why}")
+
+    # Derived quantities ---------------------------------------------------------------
     @property
     def batch_size(self) -> int:
         """Transitions per update per seed: num_envs * num_steps."""
@@ -362,8 +377,7 @@ class Config:
 def validate(config: Config) -> Config:
     """Reject impossible combinations; returns the config unchanged when it is sound."""
     env, algo, name = config.env, config.algo_config, config.algo
-    _reject_unused_section(config)
-    check_network(config.network.kind, config.network.options, NETWORK_HEADS[name])
+    check_network(config.network.kind, config.network.options, algorithm(name).head)
     if env.num_envs % env.reset_ratio:
         raise ConfigError(
             f"env.reset_ratio: {env.reset_ratio} does not divide env.num_envs={env.num_envs}; "
@@ -423,7 +437,9 @@ def _validate_sweep(config: Config) -> None:
             raise ConfigError("sweep.only: set, but the sweep has no grid or random keys")
         return
     sweep_lib.check_shape(sweep)
-    sweep_lib.check_keys(sweep, config.algo, [key for key, _, _ in describe()])
+    others = set(algorithm_settings()) - {config.algo}  # other algorithms' keys: unknown
+    known = [key for key, _, _ in describe() if key.split(".")[0] not in others]
+    sweep_lib.check_keys(sweep, traced_keys(config), known, config.algo)
     if not config.settings:
         raise ConfigError(
             f"sweep.only: {sweep.only} matches none of the sweep's settings; give values "
@@ -461,23 +477,6 @@ def program_config(config: Config) -> Config:
     if not config.is_sweep:
         return config
     return dataclasses.replace(setting_config(config, config.settings[0][0]), sweep=config.sweep)
-
-
-def _reject_unused_section(config: Config) -> None:
-    """A section of the algorithm not chosen must be left at its defaults: settings
-    there would be silently ignored."""
-    for name, cls in (("ppo", PPOConfig), ("pqn", PQNConfig)):
-        if name == config.algo:
-            continue
-        changed = sorted(
-            k for k, v in to_dict(getattr(config, name)).items() if v != to_dict(cls())[k]
-        )
-        if changed:
-            raise ConfigError(
-                f"{name}: sets {', '.join(f'{name}.{k}' for k in changed)}, but algo is "
-                f"{config.algo!r}, which reads only the {config.algo} section; move these "
-                f"settings to {config.algo}.* or set algo: {name}"
-            )
 
 
 def _validate_mesh(config: Config) -> None:
@@ -525,20 +524,23 @@ def env_split_problem(config: Config, shards: int) -> str:
 
 
 def _validate_action_space(config: Config) -> None:
-    """PQN needs discrete actions; the Gaussian's options need continuous ones."""
+    """An algorithm that acts by argmax (PQN) needs discrete actions; the Gaussian's
+    options need continuous ones."""
     network, defaults = config.network, NetworkConfig()
+    discrete_only = algorithm(config.algo).discrete_only
     continuous_options = [
         f"network.{k}"
         for k in ("log_std", "squash", "init_log_std")
         if getattr(network, k) != getattr(defaults, k)
     ]
-    if config.algo != "pqn" and not continuous_options:
+    if not discrete_only and not continuous_options:
         return
     continuous = is_continuous(config.env)
-    if config.algo == "pqn" and continuous:
+    if discrete_only and continuous:
         raise ConfigError(
-            f"algo: pqn picks actions by argmax over Q-values, so it needs discrete actions; "
-            f"env.id {config.env.id!r} has continuous ones. Use algo: ppo (a Gaussian policy)"
+            f"algo: {config.algo} picks actions by argmax over Q-values, so it needs discrete "
+            f"actions; env.id {config.env.id!r} has continuous ones. Use an actor-critic "
+            "such as algo: ppo (a Gaussian policy)"
         )
     if continuous_options and not continuous:
         raise ConfigError(
@@ -609,9 +611,30 @@ def from_dict(data: Mapping[str, Any], overrides: Iterable[str] = ()) -> Config:
     """Build and validate a Config from plain data plus dotted ``KEY=VALUE`` overrides.
     JAX is started as its ``mesh`` and ``distributed`` sections say before validation
     (which runs JAX), unless it has started already (``devices.start_jax``)."""
-    config = schema.build(Config, apply_overrides(dict(data or {}), overrides))
+    data = without_legacy_sections(dict(data or {}))
+    config = schema.build(Config, apply_overrides(data, overrides))
     start_jax(config.mesh, config.distributed)
     return validate(config)
+
+
+def without_legacy_sections(data: dict) -> dict:
+    """Runs saved before a config held only its algorithm's section recorded every
+    built-in algorithm's, the others at their defaults, key for key: those are dropped
+    (a section a person wrote for another algorithm stays, and is refused)."""
+    chosen = data.get("algo", "ppo")
+    for name, cls in (("ppo", PPOConfig), ("pqn", PQNConfig)):
+        if name != chosen and data.get(name) == to_dict(cls()):
+            data.pop(name)
+    return data
+
+
+def traced_keys(config: Config) -> tuple[str, ...]:
+    """The keys that enter ``config``'s compiled program as values (its algorithm's
+    fields and the intrinsic section's declared ``traced``): a sweep varies them in
+    one program."""
+    own = schema.traced_fields(type(config.algo_config))
+    shared = schema.traced_fields(IntrinsicConfig)
+    return tuple(f"{config.algo}.{k}" for k in own) + tuple(f"intrinsic.{k}" for k in shared)
 
 
 def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
@@ -648,13 +671,6 @@ def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
             "keys such as 'env: {id: CartPole-v1}'"
         )
     return from_dict(data, overrides)
-
-
-def settings_in_use(config: Config) -> dict:
-    """The config as plain data without the section of the algorithm not chosen (what
-    trackers record as the run's parameters)."""
-    unused = {"ppo": "pqn", "pqn": "ppo"}[config.algo]
-    return {k: v for k, v in to_dict(config).items() if k != unused}
 
 
 def saved_dict(config: Config) -> dict:

@@ -25,7 +25,7 @@ from flax import nnx
 from nnxrl import config as config_lib
 from nnxrl import own_files, schema
 from nnxrl.algos.normalization import observe
-from nnxrl.algos.settings import NETWORK_HEADS
+from nnxrl.algos.registry import algorithm
 from nnxrl.config import EnvConfig, NetworkConfig
 from nnxrl.envs import check_env_config, env_spec
 from nnxrl.networks import EpsilonGreedy, acting_values, build_network
@@ -48,9 +48,10 @@ class Policy:
     graphdef: Any
     params: Any  # nnx.State with a leading seed axis [S, ...]
     num_seeds: int
-    algo: str = "ppo"
-    stream_weights: tuple[float, ...] = (1.0,)  # pqn: weights of the streams' Qs
-    epsilon: float = 0.0  # pqn: random-action probability when sampling (0: greedy)
+    algo: str = "ppo"  # the algorithm that trained it (a record: acting follows ``head``)
+    head: str = "actor_critic"  # or 'q': epsilon-greedy on the acting values
+    stream_weights: tuple[float, ...] = (1.0,)  # q: weights of the streams' Qs
+    epsilon: float = 0.0  # q: random-action probability when sampling (0: greedy)
     setting: int | None = None  # the sweep setting it comes from (None: not a sweep)
     # ppo.normalize_obs: each seed's observation moments (leading seed axis), else None
     obs_moments: Any = None
@@ -94,7 +95,7 @@ class Policy:
         seed's observation ``moments``): (next hidden, the distribution actions are
         drawn from)."""
         obs = observe(moments, obs, self.obs_clip)
-        if self.algo == "pqn":
+        if self.head == "q":
             hidden, q = model.step(hidden, obs, start)
             weights = jnp.asarray(self.stream_weights, jnp.float32)
             return hidden, EpsilonGreedy(acting_values(q, weights), self.epsilon)
@@ -106,7 +107,8 @@ def policy_of(config: config_lib.Config, params: Any, obs_moments: Any = None) -
     """The policy of a run of ``config`` whose network parameters are ``params`` (and,
     with ``ppo.normalize_obs``, whose observation moments are ``obs_moments``)."""
     num_values = config.intrinsic.num_reward_streams
-    graphdef, _ = _network_template(config.env, config.network, num_values, config.algo)
+    head = algorithm(config.algo).head
+    graphdef, _ = _network_template(config.env, config.network, num_values, head)
     return Policy(
         config.env,
         config.network,
@@ -115,9 +117,10 @@ def policy_of(config: config_lib.Config, params: Any, obs_moments: Any = None) -
         params,
         config.num_seeds,
         algo=config.algo,
+        head=head,
         stream_weights=stream_weights_of(config),
         obs_moments=obs_moments if isinstance(obs_moments, Moments) else None,
-        obs_clip=config.ppo.obs_clip,
+        obs_clip=getattr(config.algo_config, "obs_clip", 10.0),
     )
 
 
@@ -168,11 +171,11 @@ def stream_weights_of(config: config_lib.Config) -> tuple[float, ...]:
     return (i.extrinsic_adv_coef, i.intrinsic_adv_coef)[: i.num_reward_streams]
 
 
-def _network_template(env: EnvConfig, network: NetworkConfig, num_values: int, algo: str):
+def _network_template(env: EnvConfig, network: NetworkConfig, num_values: int, head: str):
     """(graphdef, params as shapes): the network's structure, nothing computed."""
     spec = env_spec(env)
     model = nnx.eval_shape(
-        lambda: build_network(network, spec, num_values, jax.random.key(0), NETWORK_HEADS[algo])
+        lambda: build_network(network, spec, num_values, jax.random.key(0), head)
     )
     return nnx.split(model)
 
@@ -211,6 +214,7 @@ def save_policy(directory: str | Path, policy: Policy) -> Path:
         "num_values": policy.num_values,
         "num_seeds": policy.num_seeds,
         "algo": policy.algo,
+        "head": policy.head,
         "stream_weights": list(policy.stream_weights),
         "setting": policy.setting,
         "obs_clip": policy.obs_clip,
@@ -250,7 +254,8 @@ def load_policy(directory: str | Path) -> Policy:
     check_env_config(env)
     num_values = int(spec.get("num_values", 1))
     algo = str(spec.get("algo", "ppo"))
-    graphdef, template = _network_template(env, network, num_values, algo)
+    head = str(spec["head"]) if "head" in spec else algorithm(algo).head  # older: no head
+    graphdef, template = _network_template(env, network, num_values, head)
     with ocp.StandardCheckpointer() as checkpointer:
         arrays = checkpointer.restore(directory / "params")
     params = _fill(template, lambda path: arrays.get(path), str(directory / "params"))
@@ -266,6 +271,7 @@ def load_policy(directory: str | Path) -> Policy:
         params,
         int(spec["num_seeds"]),
         algo=algo,
+        head=head,
         stream_weights=weights,
         setting=spec.get("setting"),
         obs_moments=obs_moments,
@@ -284,7 +290,8 @@ def policy_from_checkpoint(
     check_setting(config, setting)
     static = config_lib.program_config(config)  # a sweep's settings share the network
     num_values = static.intrinsic.num_reward_streams
-    graphdef, template = _network_template(static.env, static.network, num_values, static.algo)
+    head = algorithm(static.algo).head
+    graphdef, template = _network_template(static.env, static.network, num_values, head)
     items, meta = checkpoint.read_items(run_dir, meta["update"], with_state=True)
     by_path = {path: f"leaf_{i:05d}" for i, path in enumerate(meta["paths"])}
     wanted = {d: by_path.get(".params" + k) for d, k in _checkpoint_paths(template).items()}
@@ -295,7 +302,7 @@ def policy_from_checkpoint(
 
     params = _fill(template, lookup, meta["where"])
     obs_moments = None
-    if config.algo == "ppo" and config.ppo.normalize_obs:
+    if getattr(config.algo_config, "normalize_obs", False):
         obs_moments = Moments(
             **{k: jnp.asarray(items[by_path[f".normalizer.obs.{k}"]]) for k in MOMENTS}
         )

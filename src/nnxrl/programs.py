@@ -152,9 +152,10 @@ def check_one_program(config: config_lib.Config) -> None:
     """A sweep whose settings differ in untraced keys is several programs."""
     from nnxrl import sweep as sweep_lib
 
-    if config.is_sweep and len(sweep_lib.groups(config.sweep, config.algo)) > 1:
+    traced = config_lib.traced_keys(config)
+    if config.is_sweep and len(sweep_lib.groups(config.sweep, traced)) > 1:
         raise config_lib.ConfigError(
-            f"sweep: {', '.join(sweep_lib.untraced_keys(config.sweep, config.algo))} "
+            f"sweep: {', '.join(sweep_lib.untraced_keys(config.sweep, traced))} "
             "take several values, so the sweep is several programs; train it with "
             "nnxrl.train or `nnxrl train`, which run them one after another"
         )

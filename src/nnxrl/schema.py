@@ -14,7 +14,7 @@ import math
 import reprlib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import field
 from typing import Any, Literal
 
@@ -31,10 +31,20 @@ def setting(
     high: float | None = None,
     low_open: bool = False,
     choices: tuple | None = None,
+    traced: bool = False,
 ) -> Any:
     """A config field with its documentation, (optional) numeric bounds, and for list
-    fields the allowed items."""
-    meta = {"doc": doc, "low": low, "high": high, "low_open": low_open, "choices": choices}
+    fields the allowed items. ``traced``: the value enters the compiled program as an
+    argument (a float32 hyperparameter), so a sweep can vary it in one program
+    (``traced_fields``)."""
+    meta = {
+        "doc": doc,
+        "low": low,
+        "high": high,
+        "low_open": low_open,
+        "choices": choices,
+        "traced": traced,
+    }
     if isinstance(default, (dict, list)):
         factory = lambda d=default: type(d)(d)  # noqa: E731  (a fresh copy per config)
         return field(default_factory=factory, metadata=meta)
@@ -44,6 +54,54 @@ def setting(
 def section(cls: type, doc: str) -> Any:
     """A nested config section: a frozen dataclass with its defaults."""
     return field(default_factory=cls, metadata={"doc": doc})
+
+
+def chosen_section(
+    tag: str, classes: Callable[[], Mapping[str, type]], doc: str, register: str
+) -> Any:
+    """A section whose class the value of the field ``tag`` chooses among ``classes()``
+    (name -> dataclass, read when a config is built): in plain data it sits under that
+    name (``algo: pqn`` reads the section ``pqn:``), and a section under another of
+    the names is an error naming it. The field's own default is None: the chosen
+    class's defaults fill it (``fill_chosen``). ``register``: how more are added, for
+    the error on an unknown name."""
+    meta = {"doc": doc, "tag": tag, "classes": classes, "register": register}
+    return field(default=None, metadata=meta)
+
+
+def traced_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a config dataclass declared ``traced``, in order."""
+    return tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get("traced"))
+
+
+def fill_chosen(config: Any) -> None:
+    """In a frozen dataclass's ``__post_init__``: each ``chosen_section`` field left
+    None becomes its chosen class's defaults; one of another class is a ConfigError."""
+    for f in dataclasses.fields(config):
+        if "tag" not in f.metadata:
+            continue
+        name = getattr(config, f.metadata["tag"])
+        cls = _chosen_class(f, name, f.metadata["tag"])
+        value = getattr(config, f.name)
+        if value is None:
+            object.__setattr__(config, f.name, cls())
+        elif type(value) is not cls:
+            raise ConfigError(
+                f"{f.name}: a {type(value).__name__}, but {f.metadata['tag']} is {name!r}, "
+                f"whose section is a {cls.__name__}"
+            )
+
+
+def _chosen_class(f: dataclasses.Field, name: Any, tag: str) -> type:
+    classes = f.metadata["classes"]()
+    if name not in classes:
+        close = difflib.get_close_matches(str(name), list(classes), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ConfigError(
+            f"{tag}: {name!r} is not registered{hint} Known: {sorted(classes)}; "
+            f"{f.metadata['register']}"
+        )
+    return classes[name]
 
 
 def _type_name(tp: Any) -> str:
@@ -130,27 +188,67 @@ def build(cls: type, data: Mapping[str, Any], prefix: str = "") -> Any:
     if not isinstance(data, Mapping):
         raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = [k for k in data if k not in fields]
-    if unknown:
-        key = unknown[0]
-        close = difflib.get_close_matches(str(key), list(fields), n=1)
-        hint = f"; did you mean {prefix}{close[0]!s}?" if close else ""
-        raise ConfigError(f"unknown key {prefix}{key}{hint} Known keys here: {sorted(fields)}")
+    fields, chosen = _keys(cls, data, prefix)
+    _reject_unknown(data, fields, chosen, prefix)
     kwargs = {}
-    for name, value in data.items():
-        tp = hints[name]
+    for name, f in fields.items():
+        if name not in data:
+            continue
+        value, tp = data[name], hints[f.name]
+        if f.name in chosen:
+            tp = _chosen_class(f, name, f.metadata["tag"])
         if dataclasses.is_dataclass(tp):
-            if not isinstance(value, Mapping):
-                example = next(f.name for f in dataclasses.fields(tp))
-                raise ConfigError(
-                    f"{prefix}{name} is a section (a mapping of keys), got {value!r}; set "
-                    f"keys inside it, e.g. {prefix}{name}.{example}=..."
-                )
-            kwargs[name] = build(tp, value, f"{prefix}{name}.")
+            kwargs[f.name] = _build_section(tp, value, prefix, name)
         else:
-            kwargs[name] = _coerce(f"{prefix}{name}", value, tp, fields[name].metadata)
+            kwargs[f.name] = _coerce(f"{prefix}{name}", value, tp, f.metadata)
     return cls(**kwargs)
+
+
+def _keys(cls: type, data: Mapping[str, Any], prefix: str) -> tuple[dict, dict]:
+    """(key in plain data -> field, chosen section's field -> its field's metadata and
+    the tag's value): a ``chosen_section`` field's key is its tag's value (or the
+    tag's default)."""
+    fields, chosen = {}, {}
+    for f in dataclasses.fields(cls):
+        if "tag" in f.metadata:
+            tag = next(t for t in dataclasses.fields(cls) if t.name == f.metadata["tag"])
+            name = _coerce(f"{prefix}{tag.name}", data.get(tag.name, tag.default), str, {})
+            _chosen_class(f, name, f"{prefix}{tag.name}")
+            fields[name] = f
+            chosen[f.name] = (f.metadata, name)
+        else:
+            fields[f.name] = f
+    return fields, chosen
+
+
+def _reject_unknown(data: Mapping[str, Any], fields: dict, chosen: dict, prefix: str) -> None:
+    """A ConfigError for the first key of ``data`` that is no field: one that names
+    another class a chosen section could have is told which section is read."""
+    unknown = [k for k in data if k not in fields]
+    if not unknown:
+        return
+    key = unknown[0]
+    for meta, name in chosen.values():
+        if key in meta["classes"]():
+            tag = meta["tag"]
+            raise ConfigError(
+                f"{prefix}{key}: a section for {tag} {key!r}, but {tag} is {name!r}, which "
+                f"reads only the {prefix}{name} section; move these settings to "
+                f"{prefix}{name}.* or set {tag}: {key}"
+            )
+    close = difflib.get_close_matches(str(key), list(fields), n=1)
+    hint = f"; did you mean {prefix}{close[0]!s}?" if close else ""
+    raise ConfigError(f"unknown key {prefix}{key}{hint} Known keys here: {sorted(fields)}")
+
+
+def _build_section(tp: type, value: Any, prefix: str, name: str) -> Any:
+    if not isinstance(value, Mapping):
+        example = next(f.name for f in dataclasses.fields(tp))
+        raise ConfigError(
+            f"{prefix}{name} is a section (a mapping of keys), got {value!r}; set "
+            f"keys inside it, e.g. {prefix}{name}.{example}=..."
+        )
+    return build(tp, value, f"{prefix}{name}.")
 
 
 def build_section(cls: type, data: Mapping[str, Any], prefix: str) -> Any:
@@ -285,7 +383,8 @@ def _brief(value: Any, limit: int = 60) -> str:
 
 
 def to_dict(config: Any) -> dict:
-    """The resolved config as plain data (tuples become lists), e.g. for config.yaml."""
+    """The resolved config as plain data (tuples become lists), e.g. for config.yaml; a
+    ``chosen_section`` sits under its tag's value."""
     out = {}
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
@@ -293,17 +392,21 @@ def to_dict(config: Any) -> dict:
             value = to_dict(value)
         elif isinstance(value, tuple):
             value = list(value)
-        out[f.name] = value
+        out[getattr(config, f.metadata["tag"]) if "tag" in f.metadata else f.name] = value
     return out
 
 
 def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str]]:
-    """(key, default, doc) for every key, for documentation and ``--help``."""
+    """(key, default, doc) for every key, for documentation and ``--help``; a
+    ``chosen_section`` gives every class it may choose, each under its name."""
     rows = []
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
-        if dataclasses.is_dataclass(tp):
+        if "tag" in f.metadata:
+            for name, chosen in f.metadata["classes"]().items():
+                rows += describe(chosen, f"{prefix}{name}.")
+        elif dataclasses.is_dataclass(tp):
             rows += describe(tp, f"{prefix}{f.name}.")
         else:
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()

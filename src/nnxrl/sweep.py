@@ -16,10 +16,11 @@ With both, every grid point is combined with every draw. Settings are numbered f
 0: grid points in the order of the keys as written (the last key varies fastest),
 each followed through the draws in order.
 
-Keys in ``TRACED_KEYS`` travel into the compiled program as values, so all settings
-x seeds train in one program (a population axis). Any other key changes shapes or
-the program; it is refused unless ``allow_recompile``, when every combination of
-those keys is a group of settings trained as its own program.
+The traced keys (the fields declared ``traced`` in the algorithm's settings and the
+intrinsic section, ``config.traced_keys``) travel into the compiled program as
+values, so all settings x seeds train in one program (a population axis). Any other
+key changes shapes or the program; it is refused unless ``allow_recompile``, when
+every combination of those keys is a group of settings trained as its own program.
 
 This module works on plain data (it imports no config class), so that ``config.py``
 can check a sweep while it validates.
@@ -36,38 +37,6 @@ import numpy as np
 
 from nnxrl.schema import ConfigError
 
-INTRINSIC_KEYS = (
-    "intrinsic.reward_coef",
-    "intrinsic.gamma",
-    "intrinsic.extrinsic_adv_coef",
-    "intrinsic.intrinsic_adv_coef",
-)
-# Config keys each algorithm reads only through its traced Hyperparams
-TRACED_KEYS = {
-    "ppo": (
-        "ppo.learning_rate",
-        "ppo.ent_coef",
-        "ppo.vf_coef",
-        "ppo.clip_eps",
-        "ppo.value_clip_eps",
-        "ppo.gamma",
-        "ppo.gae_lambda",
-        "ppo.max_grad_norm",
-        *INTRINSIC_KEYS,
-    ),
-    "pqn": (
-        "pqn.learning_rate",
-        "pqn.max_grad_norm",
-        "pqn.gamma",
-        "pqn.q_lambda",
-        "pqn.epsilon_start",
-        "pqn.epsilon_finish",
-        "pqn.epsilon_decay_fraction",
-        "pqn.reward_scale",
-        "pqn.huber_delta",
-        *INTRINSIC_KEYS,
-    ),
-}
 # What describes a run rather than its training: never swept
 NOT_SWEPT = (
     "algo",
@@ -94,9 +63,9 @@ def swept_keys(sweep: Any) -> list[str]:
     return [*sweep.grid, *sweep.random]
 
 
-def untraced_keys(sweep: Any, algo: str) -> list[str]:
-    """The swept keys ``algo`` cannot take as traced values (each needs its own program)."""
-    return [k for k in swept_keys(sweep) if k not in TRACED_KEYS[algo]]
+def untraced_keys(sweep: Any, traced: Sequence[str]) -> list[str]:
+    """The swept keys not among the ``traced`` ones (each value needs its own program)."""
+    return [k for k in swept_keys(sweep) if k not in traced]
 
 
 def all_settings(sweep: Any) -> list[dict[str, Any]]:
@@ -211,9 +180,10 @@ def check_shape(sweep: Any) -> None:
             raise ConfigError(f"{where}.log_uniform: bounds must be > 0, got {args!r}")
 
 
-def check_keys(sweep: Any, algo: str, known: Sequence[str]) -> None:
-    """Every swept key is a config key outside ``NOT_SWEPT``; untraceable keys only with
-    ``allow_recompile``. ``known`` lists every config key."""
+def check_keys(sweep: Any, traced: Sequence[str], known: Sequence[str], algo: str) -> None:
+    """Every swept key is a config key outside ``NOT_SWEPT``; keys not among the
+    ``traced`` ones of algorithm ``algo`` only with ``allow_recompile``. ``known``
+    lists every config key."""
     import difflib
 
     for key in swept_keys(sweep):
@@ -224,16 +194,16 @@ def check_keys(sweep: Any, algo: str, known: Sequence[str]) -> None:
                 "(num_seeds already trains every setting on several seeds)"
             )
         if key not in known:
-            close = difflib.get_close_matches(key, TRACED_KEYS[algo], n=1)
+            close = difflib.get_close_matches(key, traced, n=1)
             close = close or difflib.get_close_matches(key, known, n=1)
             hint = f"; did you mean {close[0]}?" if close else ""
             raise ConfigError(f"{where}: {key} is not a config key{hint}")
-    untraced = untraced_keys(sweep, algo)
+    untraced = untraced_keys(sweep, traced)
     if untraced and not sweep.allow_recompile:
         raise ConfigError(
             f"sweep: {', '.join(untraced)} cannot be traced (it changes shapes or the "
             f"compiled program), so it cannot be swept inside one program. Keys {algo} "
-            f"sweeps in one program: {', '.join(TRACED_KEYS[algo])}. Or set "
+            f"sweeps in one program: {', '.join(traced)}. Or set "
             "sweep.allow_recompile: true to train each value as its own program, one after "
             "another"
         )
@@ -242,10 +212,10 @@ def check_keys(sweep: Any, algo: str, known: Sequence[str]) -> None:
             raise ConfigError(f"sweep.only.{key}: {key} is not a swept key")
 
 
-def groups(sweep: Any, algo: str) -> list[dict[str, Any]]:
+def groups(sweep: Any, traced: Sequence[str]) -> list[dict[str, Any]]:
     """The combinations of untraced values among the selected settings, in order of
     their first setting: each is one program (``sweep.only`` for it)."""
-    untraced = untraced_keys(sweep, algo)
+    untraced = untraced_keys(sweep, traced)
     seen: list[dict[str, Any]] = []
     for _, values in selected(sweep):
         combo = {k: values[k] for k in untraced}

@@ -26,13 +26,13 @@ from nnxrl.sweep_report import GROUP_PREFIX
 
 def needs_groups(config: config_lib.Config) -> bool:
     """Whether the sweep's settings differ in untraced keys (several programs)."""
-    return config.is_sweep and len(groups(config.sweep, config.algo)) > 1
+    return config.is_sweep and len(groups(config.sweep, config_lib.traced_keys(config))) > 1
 
 
 def group_configs(config: config_lib.Config) -> list[tuple[dict, config_lib.Config]]:
     """(untraced values, config) of every group, in order of its first setting."""
     out = []
-    for values in groups(config.sweep, config.algo):
+    for values in groups(config.sweep, config_lib.traced_keys(config)):
         only = {**config.sweep.only, **values}
         out.append(
             (
@@ -83,7 +83,7 @@ def train_parts(
         logging = dataclasses.replace(config.logging, mlflow_tracking_uri=uri)
         parts = [(v, dataclasses.replace(c, logging=logging)) for v, c in parts]
     say = not quiet and is_main_process()
-    keys = ", ".join(untraced_keys(config.sweep, config.algo))
+    keys = ", ".join(untraced_keys(config.sweep, config_lib.traced_keys(config)))
     if say:
         print(
             f"sweep: {keys} change the compiled program, so its {len(config.settings)} "

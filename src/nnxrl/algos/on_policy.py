@@ -6,7 +6,9 @@ have in common, once:
 - ``OnPolicyStatic``: the settings every such algorithm binds (each algorithm's own
   static class adds its fields to it), and ``bind_static``, which builds one from an
   algorithm's settings, the run's facts and the reward streams;
+- ``score_with_addon``: the add-on scores the rollout (its bonus) and learns from it;
 - ``epochs_start``: the optimiser state the epochs start from;
+- ``advance``: the run state after an update;
 - ``per_stream``: a return estimator run per reward stream, cut at episode ends or
   not;
 - ``shared_metrics``: what every algorithm reports for an update.
@@ -23,7 +25,8 @@ import optax
 from flax import nnx
 
 from nnxrl.algos.episode_metrics import episode_metrics
-from nnxrl.algos.return_window import ReturnWindow, window_metrics
+from nnxrl.algos.intrinsic_streams import to_experience
+from nnxrl.algos.return_window import ReturnWindow, record_episodes, window_metrics
 from nnxrl.algos.settings import RewardStreams, RunFacts
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
@@ -31,7 +34,7 @@ from nnxrl.networks import build_network
 from nnxrl.networks.registry import network_kind
 from nnxrl.networks.settings import NetworkSettings
 from nnxrl.optim import constant_one, linear_decay, make_optimizer
-from nnxrl.types import RunState, Transition, UpdateState
+from nnxrl.types import RunState, UpdateState
 
 
 @dataclass(frozen=True)
@@ -107,16 +110,43 @@ def bind_static(
     )
 
 
+def score_with_addon(
+    addon_state: Any, trajectory: Any, last_obs: jax.Array, hp: Any, key: jax.Array, s: Any
+) -> tuple[Any, jax.Array, dict]:
+    """The add-on (``s.addon``) scores the rollout ``trajectory`` [T, B], whose next
+    observation is ``last_obs`` [B, ...], and learns from it: its new state, the bonus
+    [T, B] and its metrics."""
+    experience = to_experience(trajectory, last_obs, hp.intrinsic_gamma)
+    addon_state, bonus, reward_metrics = s.addon.reward(addon_state, experience)
+    addon_state, update_metrics = s.addon.update(addon_state, experience, key)
+    return addon_state, bonus, {**reward_metrics, **update_metrics}
+
+
 def epochs_start(run_state: RunState, s: OnPolicyStatic) -> UpdateState:
     """What the epochs update: params and optimiser state, and the optimiser step
     count so far (the learning-rate schedule's clock)."""
     return UpdateState(run_state.params, run_state.opt_state, run_state.update * s.steps_per_update)
 
 
+def advance(
+    run_state: RunState, update_state: UpdateState, key: jax.Array, addon: Any, trajectory: Any
+) -> RunState:
+    """The run state after an update: the epochs' parameters and optimiser state, the
+    next key, the add-on's state, and the episodes that ended in the rollout."""
+    return run_state.replace(
+        params=update_state.params,
+        opt_state=update_state.opt_state,
+        key=key,
+        update=run_state.update + 1,
+        addon=addon,
+        recent_returns=record_episodes(run_state.recent_returns, trajectory),
+    )
+
+
 def per_stream(
     episodic_estimate: Callable[..., Any],
     continuing_estimate: Callable[..., Any],
-    trajectory: Transition,
+    trajectory: Any,  # an algorithm's Transitions [T, B]
     rewards: jax.Array,
     last_value: jax.Array,
     gammas: tuple[jax.Array, jax.Array],
@@ -142,7 +172,7 @@ def per_stream(
 
 
 def shared_metrics(
-    trajectory: Transition,
+    trajectory: Any,  # an algorithm's Transitions [T, B]
     bonus: jax.Array,
     recent_returns: ReturnWindow,
     loss_metrics: dict,

@@ -35,12 +35,12 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import nnx
 
 from nnxrl.algos import sgd
+from nnxrl.algos.hyperparams import hyperparams, hyperparams_type  # noqa: F401  (ppo.hyperparams)
 from nnxrl.algos.initial_state import initial_run_state
-from nnxrl.algos.intrinsic_streams import combine_rewards, to_experience
+from nnxrl.algos.intrinsic_streams import combine_rewards
 from nnxrl.algos.normalization import (
     Normalizer,
     init_normalizer,
@@ -50,12 +50,14 @@ from nnxrl.algos.normalization import (
 )
 from nnxrl.algos.on_policy import (
     OnPolicyStatic,
+    advance,
     bind_static,
     epochs_start,
     per_stream,
+    score_with_addon,
     shared_metrics,
 )
-from nnxrl.algos.return_window import ReturnWindow, record_episodes
+from nnxrl.algos.return_window import ReturnWindow
 from nnxrl.algos.settings import PPOSettings, RewardStreams, RunFacts
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon
@@ -64,7 +66,42 @@ from nnxrl.networks.settings import NetworkSettings
 from nnxrl.ops.gae import continuing_gae, episodic_gae
 from nnxrl.ops.losses import normalize, policy_loss, value_loss
 from nnxrl.ops.running_moments import Moments
-from nnxrl.types import Batch, Hyperparams, RunState, Transition, UpdateState
+from nnxrl.types import RunState, UpdateState
+
+# The traced coefficients: PPOSettings' fields declared traced, then the reward
+# streams' (algos/hyperparams.py); ``hyperparams(settings, streams)`` gives them.
+Hyperparams = hyperparams_type(PPOSettings)
+
+
+class Transition(NamedTuple):
+    """One rollout step for every env; stacked by the rollout scan to [T, B, ...]."""
+
+    obs: jax.Array  # [B, *obs_shape] what the network saw (normalised, if so configured)
+    hidden: jax.Array  # [B, H] the network's hidden state before this step (H = 0: none)
+    start: jax.Array  # [B] bool: obs is an episode's first observation
+    action: jax.Array  # [B] int32, or [B, D] float32 (continuous; before any clipping)
+    log_prob: jax.Array  # [B] log pi_old(action | obs)
+    value: jax.Array  # [B, K] V_old(obs), one per reward stream
+    reward: jax.Array  # [B]
+    terminated: jax.Array  # [B] bool
+    truncated: jax.Array  # [B] bool
+    final_value: jax.Array  # [B, K] V_old(final_obs): the bootstrap on truncation
+    episode: dict[str, jax.Array]  # per-episode results where the episode ended
+
+
+class Batch(NamedTuple):
+    """What the update trains on. Leading axes ``[*L]``: ``[T, B]`` for the whole
+    rollout; a minibatch is ``[N]`` single steps (feed-forward) or ``[T, N]`` whole
+    env sequences (recurrent)."""
+
+    obs: jax.Array  # [*L, *obs_shape]
+    hidden: jax.Array  # [*L, H]
+    start: jax.Array  # [*L] bool
+    action: jax.Array  # [*L]
+    log_prob: jax.Array  # [*L]
+    value: jax.Array  # [*L, K]
+    advantage: jax.Array  # [*L]: the streams' advantages, weighted and summed
+    target: jax.Array  # [*L, K]
 
 
 @dataclass(frozen=True)
@@ -93,25 +130,17 @@ def train_update(run_state: RunState, hp: Hyperparams, *, s: PPOStatic) -> tuple
     run_state, trajectory, last_value, raw_obs = collect_rollout(run_state, s)
     key, addon_key, epoch_key = jax.random.split(run_state.key, 3)
     last_seen = observe(run_state.normalizer.obs, run_state.obs, s.obs_clip)
-    experience = to_experience(trajectory, last_seen, hp.intrinsic_gamma)
-    addon_state, bonus, reward_metrics = s.addon.reward(run_state.addon, experience)
-    addon_state, update_metrics = s.addon.update(addon_state, experience, addon_key)
+    addon_state, bonus, addon_metrics = score_with_addon(
+        run_state.addon, trajectory, last_seen, hp, addon_key, s
+    )
     normalizer, scaled = normalize_rollout(run_state.normalizer, trajectory, raw_obs, hp, s)
     advantages, targets = compute_advantages(
         trajectory._replace(reward=scaled), bonus, last_value, hp, s
     )
     batch = make_batch(trajectory, advantages, targets, s)
     update_state, loss_metrics = update_epochs(run_state, batch, epoch_key, hp, s)
-    run_state = run_state.replace(
-        params=update_state.params,
-        opt_state=update_state.opt_state,
-        key=key,
-        update=run_state.update + 1,
-        addon=addon_state,
-        recent_returns=record_episodes(run_state.recent_returns, trajectory),
-        normalizer=normalizer,
-    )
-    addon_metrics = {**reward_metrics, **update_metrics}
+    run_state = advance(run_state, update_state, key, addon_state, trajectory)
+    run_state = run_state.replace(normalizer=normalizer)
     metrics = summarize(
         trajectory, batch, bonus, run_state.recent_returns, loss_metrics, addon_metrics, s
     )
@@ -237,7 +266,7 @@ def weigh_advantages(advantages: jax.Array, hp: Hyperparams) -> jax.Array:
     """[T, B, K] -> [T, B]: the advantage the policy follows (K = 1: unchanged)."""
     if advantages.shape[-1] == 1:
         return advantages[..., 0]
-    return hp.extrinsic_adv_coef * advantages[..., 0] + hp.intrinsic_adv_coef * advantages[..., 1]
+    return hp.extrinsic_coef * advantages[..., 0] + hp.intrinsic_coef * advantages[..., 1]
 
 
 def make_batch(
@@ -372,23 +401,3 @@ def make_ppo(
         update=partial(train_update, s=s),
         graphdef=s.graphdef,
     )
-
-
-def hyperparams(settings: PPOSettings, streams: RewardStreams | None = None) -> Hyperparams:
-    """The traced coefficients (a sweep can vmap over them), from the settings."""
-    p, i = settings, streams if streams is not None else RewardStreams()
-    values = dict(
-        learning_rate=p.learning_rate,
-        ent_coef=p.ent_coef,
-        vf_coef=p.vf_coef,
-        clip_eps=p.clip_eps,
-        value_clip_eps=p.value_clip_eps,
-        gamma=p.gamma,
-        gae_lambda=p.gae_lambda,
-        max_grad_norm=p.max_grad_norm,
-        intrinsic_reward_coef=i.reward_coef,
-        intrinsic_gamma=i.gamma,
-        extrinsic_adv_coef=i.extrinsic_coef,
-        intrinsic_adv_coef=i.intrinsic_coef,
-    )
-    return Hyperparams(**{k: np.float32(v) for k, v in values.items()})

@@ -14,7 +14,7 @@ minibatch steps, ``algos/sgd.py``, minimising ``q_loss``) -> ``summarize``. Ever
 setting that is not traced lives in one frozen ``PQNStatic`` (the shared
 ``OnPolicyStatic`` of ``algos/on_policy.py`` and PQN's own fields), bound once with
 ``functools.partial`` by ``make_pqn`` at the end of the file; the traced
-coefficients arrive as ``PQNHyperparams``.
+coefficients arrive as ``Hyperparams``.
 
 Reward streams, as in PPO and with the same add-ons: with ``intrinsic.mode:
 reward`` there is one, r + c b; with ``value_head`` there are two, each with its own
@@ -36,28 +36,60 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from flax import nnx
 
 from nnxrl.algos import sgd
+from nnxrl.algos.hyperparams import hyperparams, hyperparams_type  # noqa: F401  (pqn.hyperparams)
 from nnxrl.algos.initial_state import initial_run_state
-from nnxrl.algos.intrinsic_streams import combine_rewards, to_experience
+from nnxrl.algos.intrinsic_streams import combine_rewards
 from nnxrl.algos.on_policy import (
     OnPolicyStatic,
+    advance,
     bind_static,
     epochs_start,
     per_stream,
+    score_with_addon,
     shared_metrics,
 )
-from nnxrl.algos.return_window import ReturnWindow, record_episodes
+from nnxrl.algos.return_window import ReturnWindow
 from nnxrl.algos.settings import PQNSettings, RewardStreams, RunFacts
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon
 from nnxrl.networks import EpsilonGreedy, acting_values, build_network, greedy_values
 from nnxrl.networks.settings import NetworkSettings
 from nnxrl.ops.q_lambda import continuing_q_lambda, episodic_q_lambda
-from nnxrl.types import PQNHyperparams, QBatch, QTransition, RunState, UpdateState
+from nnxrl.types import RunState, UpdateState
+
+# The traced coefficients: PQNSettings' fields declared traced, then the reward
+# streams' (algos/hyperparams.py); ``hyperparams(settings, streams)`` gives them.
+Hyperparams = hyperparams_type(PQNSettings)
+
+
+class Transition(NamedTuple):
+    """One rollout step for every env; stacked by the rollout scan to [T, B, ...].
+    Values are per reward stream at the action the agent would take greedily."""
+
+    obs: jax.Array  # [B, *obs_shape]
+    hidden: jax.Array  # [B, H] the network's hidden state before this step
+    start: jax.Array  # [B] bool: obs is an episode's first observation
+    action: jax.Array  # [B] int32, epsilon-greedy
+    value: jax.Array  # [B, K] Q_k(obs, a*), a* = argmax of the acting values
+    reward: jax.Array  # [B]
+    terminated: jax.Array  # [B] bool
+    truncated: jax.Array  # [B] bool
+    final_value: jax.Array  # [B, K] the same at final_obs: the bootstrap on truncation
+    episode: dict[str, jax.Array]  # per-episode results where the episode ended
+
+
+class Batch(NamedTuple):
+    """What PQN's update trains on; leading axes ``[*L]`` as for PPO's ``Batch``."""
+
+    obs: jax.Array  # [*L, *obs_shape]
+    hidden: jax.Array  # [*L, H]
+    start: jax.Array  # [*L] bool
+    action: jax.Array  # [*L]
+    target: jax.Array  # [*L, K] Q(lambda) returns per stream
 
 
 @dataclass(frozen=True)
@@ -71,38 +103,30 @@ class PQN(NamedTuple):
     """The algorithm's pure functions, configuration already bound."""
 
     init: Callable[[jax.Array], RunState]  # key -> the first RunState (jittable)
-    update: Callable[[RunState, PQNHyperparams], tuple[RunState, dict]]  # one iteration
+    update: Callable[[RunState, Hyperparams], tuple[RunState, dict]]  # one iteration
     graphdef: Any  # the network's structure, for rebuilding it from params
 
 
-def train_update(run_state: RunState, hp: PQNHyperparams, *, s: PQNStatic) -> tuple[RunState, dict]:
+def train_update(run_state: RunState, hp: Hyperparams, *, s: PQNStatic) -> tuple[RunState, dict]:
     """One PQN iteration: act epsilon-greedily, let the add-on score and learn from the
     rollout, compute Q(lambda) targets, regress onto them, summarise."""
     epsilon = exploration_epsilon(run_state.update, hp, s.num_updates)
     run_state, trajectory, last_value = collect_rollout(run_state, epsilon, hp, s)
     key, addon_key, epoch_key = jax.random.split(run_state.key, 3)
-    experience = to_experience(trajectory, run_state.obs, hp.intrinsic_gamma)
-    addon_state, bonus, reward_metrics = s.addon.reward(run_state.addon, experience)
-    addon_state, update_metrics = s.addon.update(addon_state, experience, addon_key)
+    addon_state, bonus, addon_metrics = score_with_addon(
+        run_state.addon, trajectory, run_state.obs, hp, addon_key, s
+    )
     targets = compute_targets(trajectory, bonus, last_value, hp, s)
     batch = make_batch(trajectory, targets, s)
     update_state, loss_metrics = update_epochs(run_state, batch, epoch_key, hp, s)
-    run_state = run_state.replace(
-        params=update_state.params,
-        opt_state=update_state.opt_state,
-        key=key,
-        update=run_state.update + 1,
-        addon=addon_state,
-        recent_returns=record_episodes(run_state.recent_returns, trajectory),
-    )
-    addon_metrics = {**reward_metrics, **update_metrics}
+    run_state = advance(run_state, update_state, key, addon_state, trajectory)
     metrics = summarize(
         trajectory, batch, bonus, run_state.recent_returns, epsilon, loss_metrics, addon_metrics, s
     )
     return run_state, metrics
 
 
-def exploration_epsilon(update: jax.Array, hp: PQNHyperparams, num_updates: int) -> jax.Array:
+def exploration_epsilon(update: jax.Array, hp: Hyperparams, num_updates: int) -> jax.Array:
     """epsilon for the rollout of update u (0-based): linear from epsilon_start at
     u = 0 to exactly epsilon_finish at u = epsilon_decay_fraction * num_updates, then
     constant (a fraction of 0: epsilon_finish throughout)."""
@@ -114,16 +138,16 @@ def exploration_epsilon(update: jax.Array, hp: PQNHyperparams, num_updates: int)
 
 
 def collect_rollout(
-    run_state: RunState, epsilon: jax.Array, hp: PQNHyperparams, s: PQNStatic
-) -> tuple[RunState, QTransition, jax.Array]:
+    run_state: RunState, epsilon: jax.Array, hp: Hyperparams, s: PQNStatic
+) -> tuple[RunState, Transition, jax.Array]:
     """Act epsilon-greedily for T steps in every env. Returns the advanced state, the
-    QTransitions [T, B] and the greedy values [B, K] of the observation after them.
+    Transitions [T, B] and the greedy values [B, K] of the observation after them.
     Q(final obs), the truncation bootstrap, is computed as PPO's V(final obs) is: a
     recurrent step inside the scan, or one batched pass after it (feed-forward)."""
     model = nnx.merge(s.graphdef, run_state.params)
     weights = stream_weights(hp, s.num_streams)
 
-    def env_step(state: RunState, _: Any) -> tuple[RunState, tuple[QTransition, jax.Array]]:
+    def env_step(state: RunState, _: Any) -> tuple[RunState, tuple[Transition, jax.Array]]:
         key, action_key, step_key = jax.random.split(state.key, 3)
         hidden, q = model.step(state.hidden, state.obs, state.start)
         action = EpsilonGreedy(acting_values(q, weights), epsilon).sample(action_key)
@@ -133,7 +157,7 @@ def collect_rollout(
             final_obs = jnp.zeros((0,))
         else:  # feed-forward: after the scan, for all steps at once
             final_q, final_obs = jnp.zeros_like(q), out.final_obs
-        transition = QTransition(
+        transition = Transition(
             obs=state.obs,
             hidden=state.hidden,
             start=state.start,
@@ -157,16 +181,16 @@ def collect_rollout(
     return run_state, trajectory, greedy_values(last_q, weights)
 
 
-def stream_weights(hp: PQNHyperparams, num_streams: int) -> jax.Array:
+def stream_weights(hp: Hyperparams, num_streams: int) -> jax.Array:
     """[K] weights of the streams' Qs in the values the agent acts on."""
     return jnp.stack([hp.extrinsic_coef, hp.intrinsic_coef])[:num_streams]
 
 
 def compute_targets(
-    trajectory: QTransition,
+    trajectory: Transition,
     bonus: jax.Array,
     last_value: jax.Array,
-    hp: PQNHyperparams,
+    hp: Hyperparams,
     s: PQNStatic,
 ) -> jax.Array:
     """Q(lambda) returns [T, B, K], per reward stream: the extrinsic one (scaled by
@@ -188,10 +212,10 @@ def compute_targets(
     return jnp.stack(targets, axis=-1)
 
 
-def make_batch(trajectory: QTransition, targets: jax.Array, s: PQNStatic) -> QBatch:
+def make_batch(trajectory: Transition, targets: jax.Array, s: PQNStatic) -> Batch:
     """What the update trains on, [T, B, ...]: minibatches of single steps or, for a
     recurrent network, of whole env sequences (``algos/sgd.py``)."""
-    batch = QBatch(
+    batch = Batch(
         obs=trajectory.obs,
         hidden=trajectory.hidden,
         start=trajectory.start,
@@ -202,16 +226,14 @@ def make_batch(trajectory: QTransition, targets: jax.Array, s: PQNStatic) -> QBa
 
 
 def update_epochs(
-    run_state: RunState, batch: QBatch, key: jax.Array, hp: PQNHyperparams, s: PQNStatic
+    run_state: RunState, batch: Batch, key: jax.Array, hp: Hyperparams, s: PQNStatic
 ) -> tuple[UpdateState, dict]:
     """num_epochs passes over the batch, one optimiser step on ``q_loss`` per
     minibatch (``algos/sgd.py``); metrics [E, M] per loss term."""
     return sgd.update_epochs(epochs_start(run_state, s), batch, key, hp, s, q_loss)
 
 
-def q_loss(
-    params: Any, minibatch: QBatch, hp: PQNHyperparams, s: PQNStatic
-) -> tuple[jax.Array, dict]:
+def q_loss(params: Any, minibatch: Batch, hp: Hyperparams, s: PQNStatic) -> tuple[jax.Array, dict]:
     """L = sum over streams k of mean loss(Q_k(s, a), G_k): 0.5 (Q - G)^2 or Huber."""
     model = nnx.merge(s.graphdef, params)
     q = model.unroll(minibatch.hidden, minibatch.obs, minibatch.start)  # [*L, K, A]
@@ -234,8 +256,8 @@ def q_loss(
 
 
 def summarize(
-    trajectory: QTransition,
-    batch: QBatch,
+    trajectory: Transition,
+    batch: Batch,
     bonus: jax.Array,
     recent_returns: ReturnWindow,
     epsilon: jax.Array,
@@ -291,24 +313,3 @@ def make_pqn(
         update=partial(train_update, s=s),
         graphdef=s.graphdef,
     )
-
-
-def hyperparams(settings: PQNSettings, streams: RewardStreams | None = None) -> PQNHyperparams:
-    """The traced coefficients (a sweep can vmap over them), from the settings."""
-    p, i = settings, streams if streams is not None else RewardStreams()
-    values = dict(
-        learning_rate=p.learning_rate,
-        max_grad_norm=p.max_grad_norm,
-        gamma=p.gamma,
-        q_lambda=p.q_lambda,
-        epsilon_start=p.epsilon_start,
-        epsilon_finish=p.epsilon_finish,
-        epsilon_decay_fraction=p.epsilon_decay_fraction,
-        reward_scale=p.reward_scale,
-        huber_delta=p.huber_delta,
-        intrinsic_reward_coef=i.reward_coef,
-        intrinsic_gamma=i.gamma,
-        extrinsic_coef=i.extrinsic_coef,
-        intrinsic_coef=i.intrinsic_coef,
-    )
-    return PQNHyperparams(**{k: np.float32(v) for k, v in values.items()})

@@ -11,9 +11,6 @@ from typing import Literal
 
 from nnxrl.schema import setting
 
-# The head each algorithm's network carries (``nnxrl.networks.registry``).
-NETWORK_HEADS = {"ppo": "actor_critic", "pqn": "q"}
-
 
 @dataclass(frozen=True)
 class RunFacts:
@@ -52,20 +49,28 @@ class PPOSettings:
     num_epochs: int = setting(4, "Passes over each rollout batch.", low=1, high=1000)
     num_minibatches: int = setting(4, "Minibatches per epoch.", low=1)
     learning_rate: float = setting(
-        2.5e-4, "Adam step size (start of the schedule).", low=0, low_open=True
+        2.5e-4,
+        "Adam step size (start of the schedule).",
+        low=0,
+        low_open=True,
+        traced=True,
     )
     anneal_lr: bool = setting(
         True, "Anneal the step size linearly to exactly zero on the last optimiser step."
     )
     adam_eps: float = setting(1e-5, "Adam epsilon.", low=0, low_open=True)
-    gamma: float = setting(0.99, "Discount factor.", low=0, high=1)
-    gae_lambda: float = setting(0.95, "GAE lambda.", low=0, high=1)
-    clip_eps: float = setting(0.2, "Policy-ratio clip epsilon.", low=0)
+    gamma: float = setting(0.99, "Discount factor.", low=0, high=1, traced=True)
+    gae_lambda: float = setting(0.95, "GAE lambda.", low=0, high=1, traced=True)
+    clip_eps: float = setting(0.2, "Policy-ratio clip epsilon.", low=0, traced=True)
     clip_value: bool = setting(True, "Clip the value loss around the rollout's values.")
-    value_clip_eps: float = setting(0.2, "Value clip range (used when clip_value).", low=0)
-    ent_coef: float = setting(0.01, "Entropy bonus coefficient.", low=0)
-    vf_coef: float = setting(0.5, "Value loss coefficient.", low=0)
-    max_grad_norm: float = setting(0.5, "Global gradient-norm clip.", low=0, low_open=True)
+    value_clip_eps: float = setting(
+        0.2, "Value clip range (used when clip_value).", low=0, traced=True
+    )
+    ent_coef: float = setting(0.01, "Entropy bonus coefficient.", low=0, traced=True)
+    vf_coef: float = setting(0.5, "Value loss coefficient.", low=0, traced=True)
+    max_grad_norm: float = setting(
+        0.5, "Global gradient-norm clip.", low=0, low_open=True, traced=True
+    )
     advantage_normalization: Literal["minibatch", "batch", "none"] = setting(
         "minibatch", "Where advantages are normalised to zero mean, unit std."
     )
@@ -93,7 +98,11 @@ class PQNSettings:
     num_epochs: int = setting(4, "Passes over each rollout batch.", low=1, high=1000)
     num_minibatches: int = setting(16, "Minibatches per epoch.", low=1)
     learning_rate: float = setting(
-        1e-4, "Optimiser step size (start of the schedule).", low=0, low_open=True
+        1e-4,
+        "Optimiser step size (start of the schedule).",
+        low=0,
+        low_open=True,
+        traced=True,
     )
     anneal_lr: bool = setting(
         True, "Anneal the step size linearly to exactly zero on the last optimiser step."
@@ -102,14 +111,26 @@ class PQNSettings:
         "radam", "Update direction: RAdam (the paper's) or Adam, after the gradient clip."
     )
     adam_eps: float = setting(1e-8, "(R)Adam epsilon.", low=0, low_open=True)
-    max_grad_norm: float = setting(10.0, "Global gradient-norm clip.", low=0, low_open=True)
-    gamma: float = setting(0.99, "Discount factor.", low=0, high=1)
-    q_lambda: float = setting(
-        0.95, "Q(lambda) trace: 0 gives one-step TD targets, 1 Monte-Carlo returns.", low=0, high=1
+    max_grad_norm: float = setting(
+        10.0, "Global gradient-norm clip.", low=0, low_open=True, traced=True
     )
-    epsilon_start: float = setting(1.0, "Exploration: epsilon at the first update.", low=0, high=1)
+    gamma: float = setting(0.99, "Discount factor.", low=0, high=1, traced=True)
+    q_lambda: float = setting(
+        0.95,
+        "Q(lambda) trace: 0 gives one-step TD targets, 1 Monte-Carlo returns.",
+        low=0,
+        high=1,
+        traced=True,
+    )
+    epsilon_start: float = setting(
+        1.0, "Exploration: epsilon at the first update.", low=0, high=1, traced=True
+    )
     epsilon_finish: float = setting(
-        0.05, "Exploration: epsilon from the end of the decay on.", low=0, high=1
+        0.05,
+        "Exploration: epsilon from the end of the decay on.",
+        low=0,
+        high=1,
+        traced=True,
     )
     epsilon_decay_fraction: float = setting(
         0.2,
@@ -117,11 +138,17 @@ class PQNSettings:
         "to epsilon_finish (0: epsilon_finish from the start).",
         low=0,
         high=1,
+        traced=True,
     )
     loss: Literal["squared", "huber"] = setting(
         "squared", "Regression loss to the Q(lambda) targets: 0.5 (Q - G)^2 or Huber."
     )
-    huber_delta: float = setting(1.0, "huber: where the loss turns linear.", low=0, low_open=True)
+    huber_delta: float = setting(
+        1.0, "huber: where the loss turns linear.", low=0, low_open=True, traced=True
+    )
     reward_scale: float = setting(
-        1.0, "Multiplier of the extrinsic reward in the targets (not in the logged returns).", low=0
+        1.0,
+        "Multiplier of the extrinsic reward in the targets (not in the logged returns).",
+        low=0,
+        traced=True,
     )

@@ -44,7 +44,7 @@ def make_backend(
 
         return MlflowBackend(
             out_dir,
-            config_lib.settings_in_use(config),
+            config_lib.to_dict(config),
             config.logging.mlflow_tracking_uri,
             config.logging.mlflow_experiment,
             out_dir.name,
@@ -61,7 +61,7 @@ def make_backend(
 
         return WandbBackend(
             out_dir,
-            config_lib.settings_in_use(config),
+            config_lib.to_dict(config),
             config.logging.wandb_project,
             config.logging.wandb_mode,
             out_dir.name,
@@ -72,7 +72,7 @@ def make_backend(
 
         return TensorboardBackend(
             out_dir,
-            config_lib.settings_in_use(config),
+            config_lib.to_dict(config),
             tags=run_tags(config, out_dir),
             num_seeds=config.num_seeds,
             num_updates=config.num_updates,

@@ -1,0 +1,107 @@
+"""The algorithms a config may name (``algo:``), registered like envs, networks and
+add-ons: each with its settings class (the config's section under the algorithm's
+name), the function that builds it, the head its network carries and whether it
+needs discrete actions. PPO and PQN are registered below as a user's algorithm
+would be (``examples/custom_algorithm.py``); their code is imported only when one is
+built, so that a config is read and checked without JAX.
+
+An algorithm's settings are a frozen dataclass of ``nnxrl.setting`` fields. Besides
+its own keys, every algorithm has the on-policy skeleton's (``algos/on_policy.py``):
+``num_steps``, ``num_epochs``, ``num_minibatches``, ``anneal_lr`` and ``adam_eps``,
+and the traced ``learning_rate`` and ``max_grad_norm`` the shared optimiser reads.
+Fields declared ``traced`` are its hyperparameters (``algos/hyperparams.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from nnxrl.algos.settings import PPOSettings, PQNSettings
+from nnxrl.errors import ConfigError
+from nnxrl.schema import traced_fields
+
+# What the skeleton reads of every algorithm's settings (untraced, then traced)
+REQUIRED = ("num_steps", "num_epochs", "num_minibatches", "anneal_lr", "adam_eps")
+REQUIRED_TRACED = ("learning_rate", "max_grad_norm")
+
+# (settings, env, run facts, network=, addon=, streams=) -> an object with init,
+# update and graphdef (e.g. ``ppo.PPO``)
+Make = Callable[..., Any]
+
+
+class AlgorithmEntry(NamedTuple):
+    """A registered algorithm."""
+
+    name: str
+    settings: type  # the frozen dataclass of its config section
+    make: Make
+    head: str  # the head its network carries: 'actor_critic' or 'q' (networks/registry.py)
+    discrete_only: bool  # acts by argmax over actions, so needs discrete ones
+
+
+_ALGORITHMS: dict[str, AlgorithmEntry] = {}
+
+
+def register_algorithm(
+    name: str,
+    settings: type,
+    make: Make,
+    *,
+    head: str = "actor_critic",
+    discrete_only: bool = False,
+) -> None:
+    """Make ``algo: name`` build ``make(settings, env, run, network=, addon=,
+    streams=)``, its config section (under ``name``) read as ``settings``. Registering
+    a name again replaces it (a plugin may be loaded twice)."""
+    if not (dataclasses.is_dataclass(settings) and isinstance(settings, type)):
+        raise TypeError(f"register_algorithm({name!r}): settings must be a dataclass class")
+    fields = {f.name for f in dataclasses.fields(settings)}
+    missing = [k for k in REQUIRED + REQUIRED_TRACED if k not in fields]
+    untraced = [k for k in REQUIRED_TRACED if k in fields and k not in traced_fields(settings)]
+    if missing or untraced:
+        raise TypeError(
+            f"register_algorithm({name!r}): {settings.__name__} lacks "
+            f"{', '.join(missing) or 'nothing'} and must declare "
+            f"{', '.join(untraced) or 'them'} traced; every algorithm has the skeleton's "
+            f"{', '.join(REQUIRED)} and the traced {', '.join(REQUIRED_TRACED)}"
+        )
+    _ALGORITHMS[name] = AlgorithmEntry(name, settings, make, head, discrete_only)
+
+
+def algorithm(name: str) -> AlgorithmEntry:
+    """The registered algorithm ``name``; a ConfigError naming the known ones if none."""
+    if name not in _ALGORITHMS:
+        close = difflib.get_close_matches(name, list(_ALGORITHMS), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ConfigError(
+            f"algo: {name!r} is not a registered algorithm{hint} Known: "
+            f"{sorted(_ALGORITHMS)} (register one with nnxrl.register_algorithm, "
+            "e.g. in a file given to --plugin)"
+        )
+    return _ALGORITHMS[name]
+
+
+def algorithm_settings() -> dict[str, type]:
+    """Every registered algorithm's name -> settings class (the config's choices)."""
+    return {name: entry.settings for name, entry in _ALGORITHMS.items()}
+
+
+def imported(module: str, function: str) -> Make:
+    """``module.function``, imported when first called (so that registering an
+    algorithm imports nothing heavy)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), function)(*args, **kwargs)
+
+    call.__name__ = function
+    return call
+
+
+register_algorithm("ppo", PPOSettings, imported("nnxrl.algos.ppo", "make_ppo"))
+register_algorithm(
+    "pqn", PQNSettings, imported("nnxrl.algos.pqn", "make_pqn"), head="q", discrete_only=True
+)

@@ -1,0 +1,63 @@
+"""The README and docs/ stay true: the config reference is what the schema generates,
+every command and config group has its place in the README, and every local link
+resolves."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+from nnxrl import config as config_lib
+from nnxrl.cli import build_parser
+from nnxrl.config_reference import reference
+
+ROOT = Path(__file__).parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def test_the_committed_config_reference_is_what_the_schema_generates():
+    """In a process of its own: other tests register algorithms and kinds of theirs."""
+    generated = subprocess.run(
+        [sys.executable, "-m", "nnxrl.config_reference"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    committed = (ROOT / "docs/config.md").read_text()
+    assert committed == generated, (
+        "docs/config.md is out of date: uv run python -m nnxrl.config_reference > docs/config.md"
+    )
+
+
+def test_the_reference_documents_every_key_of_every_registered_algorithm():
+    text = reference()
+    for key, _, _ in config_lib.describe():
+        assert f"| `{key}` |" in text, key
+
+
+def test_the_readme_is_short_and_shows_every_command():
+    assert len(README.splitlines()) <= 200
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for command in commands:
+        assert re.search(rf"nnxrl (--plugin \S+ )?{command}\b", README), command
+
+
+def test_the_readme_names_every_config_group():
+    hints = typing.get_type_hints(config_lib.Config)
+    for f in dataclasses.fields(config_lib.Config):
+        if dataclasses.is_dataclass(hints[f.name]):
+            assert f"| `{f.name}` |" in README, f.name
+        elif "tag" not in f.metadata:
+            assert f"`{f.name}`" in README, f.name
+
+
+def test_every_local_link_resolves():
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#]+)\)", page.read_text()):
+            if "://" in target:
+                continue
+            assert (page.parent / target).exists(), f"{page.name}: {target}"
