@@ -38,8 +38,9 @@ def test_overrides_apply_and_run_keys_are_top_level():
     ],
 )
 def test_bad_values_name_the_key(override, names):
+    """Refused when read, or (env ids and their options) where the run is assembled."""
     with pytest.raises(C.ConfigError) as err:
-        C.load(CARTPOLE, override)
+        C.check_parts(C.load(CARTPOLE, override))
     for name in names:
         assert name in str(err.value), (name, str(err.value))
 

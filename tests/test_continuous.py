@@ -165,7 +165,7 @@ def test_render_draws_pendulum(pendulum_run, tmp_path):
 )
 def test_action_space_mismatches_are_refused_by_name(overrides, message):
     with pytest.raises(config_lib.ConfigError, match=message):
-        config_lib.from_dict({}, overrides)
+        config_lib.check_parts(config_lib.from_dict({}, overrides))
 
 
 @pytest.mark.parametrize("addon", ["icm", "e3b", "rnd"])
@@ -247,6 +247,7 @@ def test_a_brax_ant_smoke_run_writes_finite_metrics(tmp_path, capsys):
 def test_brax_ids_are_checked_by_name():
     pytest.importorskip("brax")
     with pytest.raises(config_lib.ConfigError, match="did you mean brax:ant"):
-        config_lib.from_dict({"env": {"id": "brax:antt"}})
+        config_lib.check_parts(config_lib.from_dict({"env": {"id": "brax:antt"}}))
     with pytest.raises(config_lib.ConfigError, match="env.kwargs.backend: 'bullet'"):
-        config_lib.from_dict({"env": {"id": "brax:ant", "kwargs": {"backend": "bullet"}}})
+        config = config_lib.from_dict({"env": {"id": "brax:ant", "kwargs": {"backend": "bullet"}}})
+        config_lib.check_parts(config)

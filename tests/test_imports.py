@@ -11,9 +11,14 @@ and are left out.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
-SRC = Path(__file__).parents[1] / "src"
+import pytest
+
+ROOT = Path(__file__).parents[1]
+SRC = ROOT / "src"
 
 
 def module_name(path: Path) -> str:
@@ -179,3 +184,33 @@ def test_an_upward_import_is_found():
     assert upward_imports(source) == ["nnxrl.config"]
     assert upward_imports("from nnxrl import mesh, optim\n") == ["nnxrl.mesh"]
     assert upward_imports("from nnxrl.ops.gae import episodic_gae\nimport jax\n") == []
+
+
+def test_reading_a_config_imports_no_jax_env_suite_or_addon():
+    """Config as data: ``import nnxrl`` and loading, overriding and validating configs
+    (Craftax with an add-on, a sweep, PQN, a recurrent network) start no JAX and
+    import no env suite, add-on or algorithm implementation."""
+    code = (
+        "import sys, nnxrl\n"
+        "nnxrl.load_config('rnd-craftax-classic-symbolic')\n"
+        "nnxrl.load_config('sweep-ppo-cartpole', ['num_seeds=2'])\n"
+        "nnxrl.load_config('pqn-rnn-craftax-classic-symbolic')\n"
+        "heavy = ('jax', 'jaxlib', 'flax', 'optax', 'orbax', 'gymnax', 'craftax', 'brax')\n"
+        "own = ('nnxrl.envs', 'nnxrl.intrinsic', 'nnxrl.algos.ppo', 'nnxrl.algos.pqn')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy\n"
+        "             or any(m == o or m.startswith(o + '.') for o in own)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_every_public_name_resolves():
+    import nnxrl
+
+    assert set(nnxrl.__all__) == set(nnxrl._EXPORTS) | {"__version__"}
+    for name in nnxrl.__all__:
+        assert getattr(nnxrl, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'trian'"):
+        nnxrl.trian  # noqa: B018

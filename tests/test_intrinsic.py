@@ -306,7 +306,9 @@ def test_an_addon_defined_outside_the_package_plugs_into_either_algorithm(tmp_pa
     assert all(r["reward/intrinsic"] == 0.25 for r in records)
     # a bad option of the add-on names the key
     with pytest.raises(config_lib.ConfigError, match="intrinsic.options.bonsu"):
-        config_lib.from_dict({"intrinsic": {"addon": "count", "options": {"bonsu": 1}}})
+        config_lib.check_parts(
+            config_lib.from_dict({"intrinsic": {"addon": "count", "options": {"bonsu": 1}}})
+        )
 
 
 # --------------------------------------------------------------------------------------

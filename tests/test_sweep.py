@@ -360,7 +360,7 @@ def test_the_shipped_sweep_config_is_one_program_of_32_members():
     config = config_lib.load("sweep-ppo-cartpole")
     assert len(config.settings) == 8 and config.num_members == 32
     assert config.settings[1][1] == {"ppo.learning_rate": 1e-4, "ppo.ent_coef": 0.01}
-    assert not sweep.untraced_keys(config.sweep, config.algo)
+    assert not sweep.untraced_keys(config.sweep, config_lib.traced_keys(config))
 
 
 def test_plot_draws_one_curve_per_setting(sweep_run, tmp_path):

@@ -1,11 +1,12 @@
 """nnxrl: legible, fast reinforcement learning in JAX + Flax NNX.
 
-The public Python API (see the README's "Python API" section):
+The public Python API (docs/python-api.md); each name is imported when first read:
 
 - configs: ``load_config(path, overrides)``, ``config_from_dict(data, overrides)``,
   ``Config``, ``ConfigError``;
 - training: ``train(config, out_dir=None)`` -> ``RunResult`` (final params per seed,
-  the metric history as arrays, the run directory if any);
+  the metric history as arrays, the run directory if any); a sweep of several
+  programs (``sweep.allow_recompile``): ``train_groups`` -> a RunResult per group;
 - environments: ``make_env(config.env)``, ``register_env(id, factory)``,
   ``from_single(...)`` (your own single-env JAX functions as a batched env);
 - add-ons: ``register_addon(name, Options, factory)`` (options declared with
@@ -24,24 +25,74 @@ The public Python API (see the README's "Python API" section):
 """
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
 import nnxrl.jax_variables  # noqa: F401  (first, before JAX: see the module)
-from nnxrl.algorithms import hyperparams_from, make_algorithm
-from nnxrl.algos.ppo import make_ppo
-from nnxrl.algos.pqn import make_pqn
-from nnxrl.algos.registry import register_algorithm
-from nnxrl.algos.settings import PPOSettings, PQNSettings, RewardStreams, RunFacts
-from nnxrl.config import Config, ConfigError
-from nnxrl.config import from_dict as config_from_dict
-from nnxrl.config import load as load_config
-from nnxrl.devices import use_cpu_devices
-from nnxrl.envs import EnvSpec, EnvStep, VecEnv, from_single, make_env, register_env
-from nnxrl.intrinsic import Addon, AddonContext, Experience, addon_for
-from nnxrl.intrinsic import register as register_addon
-from nnxrl.networks import register_network
-from nnxrl.policy import Policy, load_policy, policy_from_checkpoint
-from nnxrl.schema import setting
-from nnxrl.training import RunResult, train
+from nnxrl.lazy import exports
+
+# Each public name and the module it comes from, imported when first read: so that
+# ``import nnxrl`` and reading a config import neither JAX nor an env suite.
+_EXPORTS = {
+    "hyperparams_from": "nnxrl.algorithms",
+    "make_algorithm": "nnxrl.algorithms",
+    "make_ppo": "nnxrl.algos.ppo",
+    "make_pqn": "nnxrl.algos.pqn",
+    "register_algorithm": "nnxrl.algos.registry",
+    "PPOSettings": "nnxrl.algos.settings",
+    "PQNSettings": "nnxrl.algos.settings",
+    "RewardStreams": "nnxrl.algos.settings",
+    "RunFacts": "nnxrl.algos.settings",
+    "Config": "nnxrl.config",
+    "ConfigError": "nnxrl.errors",
+    "config_from_dict": "nnxrl.config:from_dict",
+    "load_config": "nnxrl.config:load",
+    "use_cpu_devices": "nnxrl.devices",
+    "EnvSpec": "nnxrl.envs",
+    "EnvStep": "nnxrl.envs",
+    "VecEnv": "nnxrl.envs",
+    "from_single": "nnxrl.envs",
+    "make_env": "nnxrl.envs",
+    "register_env": "nnxrl.envs",
+    "Addon": "nnxrl.intrinsic",
+    "AddonContext": "nnxrl.intrinsic",
+    "Experience": "nnxrl.intrinsic",
+    "addon_for": "nnxrl.intrinsic",
+    "register_addon": "nnxrl.intrinsic:register",
+    "register_network": "nnxrl.networks.registry",
+    "Policy": "nnxrl.policy",
+    "load_policy": "nnxrl.policy",
+    "policy_from_checkpoint": "nnxrl.policy",
+    "setting": "nnxrl.schema",
+    "RunResult": "nnxrl.training",
+    "train": "nnxrl.training",
+    "train_groups": "nnxrl.sweep_groups",
+}
+__getattr__ = exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from nnxrl.algorithms import hyperparams_from, make_algorithm
+    from nnxrl.algos.ppo import make_ppo
+    from nnxrl.algos.pqn import make_pqn
+    from nnxrl.algos.registry import register_algorithm
+    from nnxrl.algos.settings import PPOSettings, PQNSettings, RewardStreams, RunFacts
+    from nnxrl.config import Config
+    from nnxrl.config import from_dict as config_from_dict
+    from nnxrl.config import load as load_config
+    from nnxrl.devices import use_cpu_devices
+    from nnxrl.envs import EnvSpec, EnvStep, VecEnv, from_single, make_env, register_env
+    from nnxrl.errors import ConfigError
+    from nnxrl.intrinsic import Addon, AddonContext, Experience, addon_for
+    from nnxrl.intrinsic import register as register_addon
+    from nnxrl.networks.registry import register_network
+    from nnxrl.policy import Policy, load_policy, policy_from_checkpoint
+    from nnxrl.schema import setting
+    from nnxrl.sweep_groups import train_groups
+    from nnxrl.training import RunResult, train
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 try:
     __version__ = version("nnxrl")
@@ -82,4 +133,5 @@ __all__ = [
     "register_network",
     "setting",
     "train",
+    "train_groups",
 ]

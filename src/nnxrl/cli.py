@@ -33,7 +33,7 @@ def _train(args: argparse.Namespace) -> int:
     from nnxrl.run_dir import default_out_dir, ensure_writable_dir
     from nnxrl.sweep_groups import needs_groups, train_groups
     from nnxrl.sweep_report import report as sweep_report
-    from nnxrl.training import run_training
+    from nnxrl.training import prepare, train
 
     if args.resume:
         if args.out:
@@ -43,7 +43,7 @@ def _train(args: argparse.Namespace) -> int:
             raise config_lib.ConfigError(
                 f"--resume: {out_dir} is not a run directory (no config.yaml)"
             )
-        config = config_lib.load(args.config or out_dir / "config.yaml", args.set or ())
+        config = prepare(config_lib.load(args.config or out_dir / "config.yaml", args.set or ()))
     elif args.config is None:
         raise config_lib.ConfigError("train: give a CONFIG file, or --resume RUN_DIR")
     elif args.step is not None:
@@ -51,7 +51,7 @@ def _train(args: argparse.Namespace) -> int:
             "--step: picks the checkpoint to resume from; use it with --resume"
         )
     else:
-        config = config_lib.load(args.config, args.set or ())
+        config = prepare(config_lib.load(args.config, args.set or ()))  # before --out
         out_dir = ensure_writable_dir(args.out or default_out_dir(args.config), "--out")
     main = is_main_process()  # in a multi-process run the others stay silent
     settings = f" x {len(config.settings)} settings" if config.is_sweep else ""
@@ -68,15 +68,16 @@ def _train(args: argparse.Namespace) -> int:
                 f"one group from a step with `nnxrl train --resume {out_dir}/group-G --step U`"
             )
         train_groups(
-            config,
-            out_dir,
-            run_one=run_training,
-            resume=bool(args.resume),
-            stop_after=args.stop_after,
+            config, out_dir, quiet=False, resume=bool(args.resume), stop_after=args.stop_after
         )
     else:
-        result = run_training(
-            config, out_dir, resume=bool(args.resume), step=args.step, stop_after=args.stop_after
+        result = train(
+            config,
+            out_dir,
+            quiet=False,
+            resume=bool(args.resume),
+            step=args.step,
+            stop_after=args.stop_after,
         )
         if main:
             print(

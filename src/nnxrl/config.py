@@ -24,9 +24,6 @@ from nnxrl import sweep as sweep_lib
 from nnxrl.algos.registry import algorithm, algorithm_settings
 from nnxrl.algos.settings import PPOSettings as PPOConfig
 from nnxrl.algos.settings import PQNSettings as PQNConfig
-from nnxrl.devices import start_jax
-from nnxrl.envs import check_env_config, is_continuous
-from nnxrl.intrinsic import addon_options, known_addons
 from nnxrl.networks.registry import check_network, network_kind
 from nnxrl.networks.settings import NetworkSettings as NetworkConfig
 from nnxrl.schema import ConfigError, parse_yaml, setting, to_dict
@@ -420,8 +417,6 @@ def validate(config: Config) -> Config:
             f"{config.updates_per_chunk} updates per chunk (logging.updates_per_chunk); "
             "checkpoints are taken between chunks"
         )
-    check_env_config(env)
-    _validate_action_space(config)
     _validate_intrinsic(config)
     _validate_sweep(config)
     _validate_mesh(config)
@@ -523,6 +518,28 @@ def env_split_problem(config: Config, shards: int) -> str:
     return ""
 
 
+def check_parts(config: Config) -> Config:
+    """The checks that need a config's parts, run where a run is assembled
+    (``nnxrl.train``, and ``nnxrl train`` before it touches --out) rather than when a
+    config is read, since they import the env suite and the add-ons: the env id is
+    known and its kwargs fit, its action space suits the algorithm and the network's
+    options, and the add-on is known and takes its options. A sweep's settings are
+    checked each (those that differ in the env, network, add-on or algorithm)."""
+    from nnxrl.envs import check_env_config
+
+    configs = [setting_config(config, i) for i, _ in config.settings] if config.is_sweep else []
+    seen = set()
+    for c in [config, *configs]:
+        parts = repr((c.algo, to_dict(c.env), to_dict(c.network), to_dict(c.intrinsic)))
+        if parts in seen:
+            continue
+        seen.add(parts)
+        check_env_config(c.env)
+        _validate_action_space(c)
+        _check_addon(c.intrinsic)
+    return config
+
+
 def _validate_action_space(config: Config) -> None:
     """An algorithm that acts by argmax (PQN) needs discrete actions; the Gaussian's
     options need continuous ones."""
@@ -535,6 +552,8 @@ def _validate_action_space(config: Config) -> None:
     ]
     if not discrete_only and not continuous_options:
         return
+    from nnxrl.envs import is_continuous
+
     continuous = is_continuous(config.env)
     if discrete_only and continuous:
         raise ConfigError(
@@ -550,14 +569,8 @@ def _validate_action_space(config: Config) -> None:
 
 
 def _validate_intrinsic(config: Config) -> None:
+    """The add-on's minibatch split (its name and options are ``check_parts``')."""
     intrinsic = config.intrinsic
-    if intrinsic.addon not in known_addons():
-        close = difflib.get_close_matches(intrinsic.addon, known_addons(), n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise ConfigError(
-            f"intrinsic.addon: {intrinsic.addon!r} is not a known add-on{hint} "
-            f"Known: {sorted(known_addons())}"
-        )
     num_minibatches = intrinsic.num_minibatches or config.algo_config.num_minibatches
     if intrinsic.addon != "none" and config.env.num_envs % num_minibatches:
         source = "intrinsic" if intrinsic.num_minibatches else f"{config.algo} (used by intrinsic)"
@@ -565,6 +578,19 @@ def _validate_intrinsic(config: Config) -> None:
             f"{source}.num_minibatches: {num_minibatches} does not divide env.num_envs="
             f"{config.env.num_envs}; add-on minibatches are sets of whole env sequences, "
             "so choose a divisor of num_envs (set intrinsic.num_minibatches)"
+        )
+
+
+def _check_addon(intrinsic: IntrinsicConfig) -> None:
+    """The add-on is registered and takes its options."""
+    from nnxrl.intrinsic import addon_options, known_addons
+
+    if intrinsic.addon not in known_addons():
+        close = difflib.get_close_matches(intrinsic.addon, known_addons(), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ConfigError(
+            f"intrinsic.addon: {intrinsic.addon!r} is not a known add-on{hint} "
+            f"Known: {sorted(known_addons())}"
         )
     addon_options(intrinsic.addon, intrinsic.options)  # raises on a bad option
 
@@ -609,12 +635,10 @@ def _deep_copy(data: Any) -> Any:
 
 def from_dict(data: Mapping[str, Any], overrides: Iterable[str] = ()) -> Config:
     """Build and validate a Config from plain data plus dotted ``KEY=VALUE`` overrides.
-    JAX is started as its ``mesh`` and ``distributed`` sections say before validation
-    (which runs JAX), unless it has started already (``devices.start_jax``)."""
+    Reading a config starts no JAX and imports no env suite or add-on: what needs
+    them is ``check_parts``, which ``nnxrl.train`` runs."""
     data = without_legacy_sections(dict(data or {}))
-    config = schema.build(Config, apply_overrides(data, overrides))
-    start_jax(config.mesh, config.distributed)
-    return validate(config)
+    return validate(schema.build(Config, apply_overrides(data, overrides)))
 
 
 def without_legacy_sections(data: dict) -> dict:

@@ -1,8 +1,8 @@
 """Starting JAX as a config asks: how many CPU devices, and which process group.
 
-Both must be settled before JAX's backend starts (the first JAX operation, which for
-most envs is the config's own validation), so ``start_jax`` runs when a config is
-loaded, before it is validated. Once JAX has started it changes nothing; an explicit
+Both must be settled before JAX's backend starts (the first JAX operation), so
+``start_jax`` runs first where a run is assembled (``training.prepare``; reading a
+config runs no JAX). Once JAX has started it changes nothing; an explicit
 ``mesh.cpu_devices`` that JAX did not get is reported where the mesh is built.
 
 - CPU devices: ``jax_num_cpu_devices`` (JAX's own option; the ``JAX_NUM_CPU_DEVICES``
@@ -47,7 +47,7 @@ def join_process_group(settings: dict[str, Any], timeout: int) -> None:
     coordinator and the other processes. JAX's own client ends the whole process
     (an abort, no Python exception) when its deadline passes, so a watchdog thread
     gives up first: it prints one line naming the address and what to check, and
-    exits with status 2 (nothing has been written yet: this runs as the config loads).
+    exits with status 2 (nothing has been written yet: this runs before --out is touched).
     An error JAX raises is a ConfigError with the same advice."""
     address = settings["coordinator_address"] or "(none given, and none detected)"
     advice = (

@@ -156,8 +156,9 @@ def check_one_program(config: config_lib.Config) -> None:
     if config.is_sweep and len(sweep_lib.groups(config.sweep, traced)) > 1:
         raise config_lib.ConfigError(
             f"sweep: {', '.join(sweep_lib.untraced_keys(config.sweep, traced))} "
-            "take several values, so the sweep is several programs; train it with "
-            "nnxrl.train or `nnxrl train`, which run them one after another"
+            "take several values, so the sweep is several programs, one per group; train "
+            "it with nnxrl.train_groups(config, out_dir) (a RunResult per group) or "
+            "`nnxrl train`, which run them one after another"
         )
 
 

@@ -22,6 +22,7 @@ from nnxrl.devices import is_main_process
 from nnxrl.errors import Stopped
 from nnxrl.sweep import describe_values, groups, untraced_keys
 from nnxrl.sweep_report import GROUP_PREFIX
+from nnxrl.training import RunResult, run_training
 
 
 def needs_groups(config: config_lib.Config) -> bool:
@@ -45,18 +46,18 @@ def group_configs(config: config_lib.Config) -> list[tuple[dict, config_lib.Conf
 
 def train_groups(
     config: config_lib.Config,
-    out_dir: str | Path | None,
+    out_dir: str | Path | None = None,
     *,
-    run_one: Callable[..., Any],
-    quiet: bool = False,
+    quiet: bool = True,
     resume: bool = False,
     stop_after: int | None = None,
     extra_backends: tuple = (),
-) -> list[Any]:
-    """Train the groups one after another with ``run_one`` (``training.run_training``;
-    see the module docstring); returns the RunResult of each group trained now (a
-    resumed sweep skips finished groups). Ends early by raising as ``run_one`` does
-    (Ctrl-C: the stopped group resumes with the rest)."""
+) -> list[RunResult]:
+    """Train a sweep of several programs (``needs_groups``), the groups one after
+    another (see the module docstring); returns the RunResult of each group trained
+    now (a resumed sweep skips finished groups). Ends early by raising as
+    ``nnxrl.train`` does (Ctrl-C: the stopped group resumes with the rest)."""
+    run_one = run_training
     if out_dir is None:
         return train_parts(config, None, run_one, quiet, resume, stop_after, extra_backends)
     out_dir = run_dir.ensure_writable_dir(out_dir, "--out")

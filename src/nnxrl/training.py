@@ -21,17 +21,16 @@ import numpy as np
 
 from nnxrl import checkpoint, run_dir, run_lock
 from nnxrl import config as config_lib
-from nnxrl.devices import is_main_process
+from nnxrl.devices import is_main_process, start_jax
 from nnxrl.errors import NonFiniteError, Stopped, StorageError
 from nnxrl.logging import Backend, Members, make_logger, members_of
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import records_to_arrays
 from nnxrl.mesh import host_copy
-from nnxrl.programs import Programs, compile_programs
+from nnxrl.programs import Programs, check_one_program, compile_programs
 from nnxrl.run_dir import StartPoint
 from nnxrl.run_loop import RunLoop
 from nnxrl.stop import StopRequest, graceful_stop
-from nnxrl.sweep_groups import needs_groups, train_groups
 
 
 def train(
@@ -41,33 +40,36 @@ def train(
     quiet: bool = True,
     resume: bool = False,
     step: int | None = None,
+    stop_after: int | None = None,
     extra_backends: tuple[Backend, ...] = (),
-) -> RunResult | list[RunResult]:
+) -> RunResult:
     """Train ``config`` and return the result: every seed's final parameters, the
     metric history as arrays, the run directory. With ``out_dir=None`` nothing is
     written (no checkpoints, no files; the history is kept in memory); otherwise the
-    run is written there as by ``nnxrl train`` (and ``resume`` continues it).
+    run is written there as by ``nnxrl train`` (``resume`` continues it, from ``step``
+    or the latest checkpoint; ``stop_after`` stops, checkpointed, after that many).
 
-    A sweep is one run of its settings x seeds (``RunResult.setting_metrics``), except
-    one with ``sweep.allow_recompile`` whose settings differ in untraced keys: that
-    gives a list, one RunResult per group of settings trained as one program."""
-    if needs_groups(config):
-        if step is not None:
-            raise config_lib.ConfigError(
-                "step: the sweep is several programs, one per group; resume one group "
-                "from a step with train(group_config, out_dir / 'group-G', resume=True, step=U)"
-            )
-        return train_groups(
-            config,
-            out_dir,
-            run_one=run_training,
-            quiet=quiet,
-            resume=resume,
-            extra_backends=extra_backends,
-        )
+    A sweep is one run of its settings x seeds (``RunResult.setting_metrics``). One
+    whose settings differ in keys that change the program (``sweep.allow_recompile``)
+    is several programs: ``nnxrl.train_groups`` trains those."""
+    check_one_program(config)
     return run_training(
-        config, out_dir, quiet=quiet, resume=resume, step=step, extra_backends=extra_backends
+        config,
+        out_dir,
+        quiet=quiet,
+        resume=resume,
+        step=step,
+        stop_after=stop_after,
+        extra_backends=extra_backends,
     )
+
+
+def prepare(config: config_lib.Config) -> config_lib.Config:
+    """What a run needs before anything is written: JAX started as the config's
+    ``mesh`` and ``distributed`` sections say (unless it has started), and the checks
+    that need the config's parts (``config.check_parts``: env, action space, add-on)."""
+    start_jax(config.mesh, config.distributed)
+    return config_lib.check_parts(config)
 
 
 @dataclass
@@ -128,6 +130,7 @@ def run_training(
     when a loss or parameter is NaN/inf, with the last good state checkpointed;
     StorageError when metrics.jsonl or a checkpoint cannot be written. With
     ``out_dir=None`` nothing is written and checkpoints are off."""
+    prepare(config)
     main = is_main_process()  # process 0 writes records and prints; all save checkpoints
     quiet = quiet or not main
     # a stop from here on (even while the run directory is read) ends with a checkpoint

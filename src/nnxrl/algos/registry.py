@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from nnxrl.algos.settings import PPOSettings, PQNSettings
 from nnxrl.errors import ConfigError
+from nnxrl.lazy import imported
 from nnxrl.schema import traced_fields
 
 # What the skeleton reads of every algorithm's settings (untraced, then traced)
@@ -88,17 +88,6 @@ def algorithm(name: str) -> AlgorithmEntry:
 def algorithm_settings() -> dict[str, type]:
     """Every registered algorithm's name -> settings class (the config's choices)."""
     return {name: entry.settings for name, entry in _ALGORITHMS.items()}
-
-
-def imported(module: str, function: str) -> Make:
-    """``module.function``, imported when first called (so that registering an
-    algorithm imports nothing heavy)."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module), function)(*args, **kwargs)
-
-    call.__name__ = function
-    return call
 
 
 register_algorithm("ppo", PPOSettings, imported("nnxrl.algos.ppo", "make_ppo"))

@@ -1,29 +1,23 @@
 """Networks: feed-forward and recurrent actor-critics and Q-networks, the action
-distributions."""
+distributions, and the registry of network kinds (``registry.py``). Names are
+imported when first read, so that the registry (which a config checks against) is
+read without importing Flax."""
 
-from nnxrl.networks.actor_critic import ActorCritic
-from nnxrl.networks.distributions import Categorical, DiagGaussian, EpsilonGreedy, TanhGaussian
-from nnxrl.networks.factory import build_network
-from nnxrl.networks.q_network import (
-    QNetwork,
-    RecurrentQNetwork,
-    acting_values,
-    greedy_values,
-)
-from nnxrl.networks.recurrent import RecurrentActorCritic
-from nnxrl.networks.registry import register_network
+from nnxrl.lazy import exports
 
-__all__ = [
-    "ActorCritic",
-    "Categorical",
-    "DiagGaussian",
-    "TanhGaussian",
-    "EpsilonGreedy",
-    "QNetwork",
-    "RecurrentActorCritic",
-    "RecurrentQNetwork",
-    "acting_values",
-    "greedy_values",
-    "build_network",
-    "register_network",
-]
+_EXPORTS = {
+    "ActorCritic": "nnxrl.networks.actor_critic",
+    "Categorical": "nnxrl.networks.distributions",
+    "DiagGaussian": "nnxrl.networks.distributions",
+    "TanhGaussian": "nnxrl.networks.distributions",
+    "EpsilonGreedy": "nnxrl.networks.distributions",
+    "QNetwork": "nnxrl.networks.q_network",
+    "RecurrentQNetwork": "nnxrl.networks.q_network",
+    "acting_values": "nnxrl.networks.q_network",
+    "greedy_values": "nnxrl.networks.q_network",
+    "RecurrentActorCritic": "nnxrl.networks.recurrent",
+    "build_network": "nnxrl.networks.factory",
+    "register_network": "nnxrl.networks.registry",
+}
+__getattr__ = exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -15,8 +15,8 @@ from nnxrl.networks.actor_critic import ActorCritic
 from nnxrl.networks.policy_head import PolicyHead
 from nnxrl.networks.q_network import QNetwork, RecurrentQNetwork
 from nnxrl.networks.recurrent import RecurrentActorCritic
-from nnxrl.networks.registry import network_kind, network_options, register_network
-from nnxrl.networks.settings import NetworkSettings, NoOptions
+from nnxrl.networks.registry import network_kind, network_options
+from nnxrl.networks.settings import NetworkSettings
 
 
 def build_network(
@@ -67,17 +67,8 @@ def builtin(cls: type, head: str) -> Any:
     return build
 
 
-register_network(
-    "feedforward",
-    NoOptions,
-    {"actor_critic": builtin(ActorCritic, "actor_critic"), "q": builtin(QNetwork, "q")},
-)
-register_network(
-    "gru",
-    NoOptions,
-    {
-        "actor_critic": builtin(RecurrentActorCritic, "actor_critic"),
-        "q": builtin(RecurrentQNetwork, "q"),
-    },
-    sequences=True,
-)
+# The shipped kinds' builders (registered in ``registry.py``, imported when first built)
+feedforward_actor_critic = builtin(ActorCritic, "actor_critic")
+feedforward_q = builtin(QNetwork, "q")
+gru_actor_critic = builtin(RecurrentActorCritic, "actor_critic")
+gru_q = builtin(RecurrentQNetwork, "q")

@@ -26,6 +26,8 @@ import difflib
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from nnxrl.lazy import imported
+from nnxrl.networks.settings import NoOptions
 from nnxrl.schema import ConfigError, build_section
 
 HEADS = ("actor_critic", "q")
@@ -96,3 +98,12 @@ def check_network(kind: str, options: dict, head: str) -> None:
             f"{sorted(registration.builders)}), which this algorithm needs"
         )
     network_options(kind, options)
+
+
+def _shipped(kind: str) -> dict[str, Callable[..., Any]]:
+    """The shipped kind's builders (``factory.py``), imported when first built."""
+    return {head: imported("nnxrl.networks.factory", f"{kind}_{head}") for head in HEADS}
+
+
+register_network("feedforward", NoOptions, _shipped("feedforward"))
+register_network("gru", NoOptions, _shipped("gru"), sequences=True)
