@@ -243,22 +243,11 @@ def read_items(
         )
     args = {"meta": ocp.args.JsonRestore()}
     if with_state and targets is None:  # NumPy, whatever devices wrote the checkpoint
-        meta = read_items(run_dir, update, with_state=False, name_others=name_others)[1]
-        shapes = zip(meta["shapes"], meta["dtypes"], strict=True)
-        targets = {
-            f"leaf_{i:05d}": np.empty(shape, np.dtype(dtype))
-            for i, (shape, dtype) in enumerate(shapes)
-            if math.prod(shape)
-        }
+        targets = numpy_targets(read_items(run_dir, update, False, name_others=name_others)[1])
     if with_state:
         args["state"] = ocp.args.StandardRestore(targets)
     try:
-        with _quiet_if_it_fails():
-            manager = _manager(checkpoint_dir(run_dir))
-            try:
-                restored = manager.restore(update, args=ocp.args.Composite(**args))
-            finally:
-                manager.close()
+        restored = _restore(run_dir, update, ocp.args.Composite(**args))
     except Exception as e:  # Orbax/tensorstore errors: name the checkpoint, not the internals
         reason = str(e).splitlines()[0][:200] if str(e) else ""
         raise CheckpointError(
@@ -277,6 +266,28 @@ def read_items(
     meta = dict(meta)
     meta["where"] = str(where)
     return (restored.state if with_state else {}), meta
+
+
+def numpy_targets(meta: dict) -> dict:
+    """Empty NumPy arrays of every saved leaf's shape and dtype (zero-size ones are not
+    saved), for Orbax to restore into."""
+    shapes = zip(meta["shapes"], meta["dtypes"], strict=True)
+    return {
+        f"leaf_{i:05d}": np.empty(shape, np.dtype(dtype))
+        for i, (shape, dtype) in enumerate(shapes)
+        if math.prod(shape)
+    }
+
+
+def _restore(run_dir: str | Path, update: int, args: Any) -> Any:
+    """Orbax's restore of ``args`` from the checkpoint of ``update`` (its log quiet
+    unless it fails)."""
+    with _quiet_if_it_fails():
+        manager = _manager(checkpoint_dir(run_dir))
+        try:
+            return manager.restore(update, args=args)
+        finally:
+            manager.close()
 
 
 def _the_others(run_dir: str | Path, update: int, name_others: bool) -> str:

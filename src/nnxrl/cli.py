@@ -22,18 +22,52 @@ import sys
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from nnxrl import config as config_lib
 from nnxrl.devices import is_main_process, use_cpu_devices
 
 
 def _train(args: argparse.Namespace) -> int:
+    """``nnxrl train``: read and check the config (before --out is touched), train it
+    with ``nnxrl.train`` (or ``nnxrl.train_groups``, a sweep of several programs),
+    then say how it went and what to run next."""
+    from nnxrl.sweep_groups import needs_groups, train_groups
+    from nnxrl.training import train
+
+    config, out_dir = _train_target(args)
+    main = is_main_process()  # in a multi-process run the others stay silent
+    if main:
+        settings = f" x {len(config.settings)} settings" if config.is_sweep else ""
+        print(
+            f"nnxrl: training {config.env.id} for {config.total_env_steps} env steps x "
+            f"{config.num_seeds} seed(s){settings} ({config.num_updates} updates) -> {out_dir}",
+            flush=True,
+        )
+    resume, result = bool(args.resume), None
+    if needs_groups(config):
+        if args.step is not None:
+            raise config_lib.ConfigError(
+                f"--step: {out_dir} is a sweep of several programs, one per group; resume "
+                f"one group from a step with `nnxrl train --resume {out_dir}/group-G --step U`"
+            )
+        train_groups(config, out_dir, quiet=False, resume=resume, stop_after=args.stop_after)
+    else:
+        result = train(
+            config, out_dir, quiet=False, resume=resume, step=args.step, stop_after=args.stop_after
+        )
+    if main:
+        print_outcome(config, out_dir, result)
+    return 0
+
+
+def _train_target(args: argparse.Namespace) -> tuple[config_lib.Config, Any]:
+    """The config to train (checked, its parts included) and the run directory: a new
+    one (created), or the run ``--resume`` continues."""
     from pathlib import Path
 
     from nnxrl.run_dir import default_out_dir, ensure_writable_dir
-    from nnxrl.sweep_groups import needs_groups, train_groups
-    from nnxrl.sweep_report import report as sweep_report
-    from nnxrl.training import prepare, train
+    from nnxrl.training import prepare
 
     if args.resume:
         if args.out:
@@ -43,56 +77,35 @@ def _train(args: argparse.Namespace) -> int:
             raise config_lib.ConfigError(
                 f"--resume: {out_dir} is not a run directory (no config.yaml)"
             )
-        config = prepare(config_lib.load(args.config or out_dir / "config.yaml", args.set or ()))
-    elif args.config is None:
+        return prepare(
+            config_lib.load(args.config or out_dir / "config.yaml", args.set or ())
+        ), out_dir
+    if args.config is None:
         raise config_lib.ConfigError("train: give a CONFIG file, or --resume RUN_DIR")
-    elif args.step is not None:
+    if args.step is not None:
         raise config_lib.ConfigError(
             "--step: picks the checkpoint to resume from; use it with --resume"
         )
-    else:
-        config = prepare(config_lib.load(args.config, args.set or ()))  # before --out
-        out_dir = ensure_writable_dir(args.out or default_out_dir(args.config), "--out")
-    main = is_main_process()  # in a multi-process run the others stay silent
-    settings = f" x {len(config.settings)} settings" if config.is_sweep else ""
-    if main:
+    config = prepare(config_lib.load(args.config, args.set or ()))  # before --out
+    return config, ensure_writable_dir(args.out or default_out_dir(args.config), "--out")
+
+
+def print_outcome(config: config_lib.Config, out_dir: Any, result: Any) -> None:
+    """After training: the times and each seed's return (a sweep: its best setting),
+    and the command that evaluates the policy."""
+    from nnxrl.sweep_report import report as sweep_report
+
+    if result is not None:  # one program (a sweep of several reports per group)
         print(
-            f"nnxrl: training {config.env.id} for {config.total_env_steps} env steps x "
-            f"{config.num_seeds} seed(s){settings} ({config.num_updates} updates) -> {out_dir}",
-            flush=True,
+            f"compile {result.compile_seconds:.1f} s, train {result.train_seconds:.1f} s, "
+            f"{result.env_steps_per_second:,.0f} env steps/s (all seeds)"
         )
-    if needs_groups(config):
-        if args.step is not None:
-            raise config_lib.ConfigError(
-                f"--step: {out_dir} is a sweep of several programs, one per group; resume "
-                f"one group from a step with `nnxrl train --resume {out_dir}/group-G --step U`"
-            )
-        train_groups(
-            config, out_dir, quiet=False, resume=bool(args.resume), stop_after=args.stop_after
-        )
-    else:
-        result = train(
-            config,
-            out_dir,
-            quiet=False,
-            resume=bool(args.resume),
-            step=args.step,
-            stop_after=args.stop_after,
-        )
-        if main:
-            print(
-                f"compile {result.compile_seconds:.1f} s, train {result.train_seconds:.1f} s, "
-                f"{result.env_steps_per_second:,.0f} env steps/s (all seeds)"
-            )
-    if not main:
-        return 0
     if config.is_sweep:
         best = sweep_report(out_dir).best.setting
         print(f"evaluate a setting's policy: nnxrl eval {out_dir} --setting {best}")
-        return 0
+        return
     print_final_table(config, result)
     print(f"evaluate the policy: nnxrl eval {out_dir}")
-    return 0
 
 
 def print_final_table(config: config_lib.Config, result) -> None:
@@ -139,26 +152,13 @@ def _load_policy(
     return dataclasses.replace(policy, epsilon=epsilon)
 
 
-def _action_kind(policy, greedy: bool) -> str:
-    """How actions are chosen, in words."""
-    if greedy or (policy.head == "q" and policy.epsilon == 0):
-        return "greedy"
-    if policy.head == "q":
-        return f"epsilon-greedy (epsilon={policy.epsilon:g})"
-    return "sampled"
-
-
 def _eval(args: argparse.Namespace) -> int:
+    """``nnxrl eval``: ``nnxrl.evaluate`` of a run's (or a saved) policy, as a table
+    and as JSON."""
     import json
+    from pathlib import Path
 
-    import jax
-
-    from nnxrl.evaluate import (
-        MAX_ENVS_AT_ONCE,
-        achievement_names,
-        play_first_episodes,
-        summarize_episodes,
-    )
+    from nnxrl.evaluate import MAX_ENVS_AT_ONCE, evaluate
     from nnxrl.run_dir import ensure_writable_file
 
     if args.json:
@@ -169,20 +169,25 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"eval: {done:,} of {args.episodes:,} episodes per seed", file=sys.stderr, flush=True)
 
     many = args.episodes > MAX_ENVS_AT_ONCE
-    results = play_first_episodes(
-        policy,
-        args.episodes,
-        args.greedy,
-        jax.random.key(args.key),
-        progress=progress if many else None,
+    report = evaluate(
+        policy, args.episodes, greedy=args.greedy, key=args.key, progress=progress if many else None
     )
-    rows = summarize_episodes(results, achievement_names(policy))
-    actions = _action_kind(policy, args.greedy)
-    of = "" if policy.setting is None else f" (sweep setting {policy.setting})"
-    print(f"{policy.env.id}{of}: {args.episodes} episodes per seed, {actions} actions")
+    print_evaluation(report)
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.as_dict(), indent=1))
+        print(f"wrote {args.json}")
+    else:
+        print(json.dumps(report.as_dict()))
+    return 0
+
+
+def print_evaluation(report: Any) -> None:
+    """An ``Evaluation`` as a table: a row per seed, its achievements below it."""
+    of = "" if report.setting is None else f" (sweep setting {report.setting})"
+    print(f"{report.env}{of}: {report.episodes} episodes per seed, {report.actions} actions")
     print("| seed | episodes | return | length |")
     print("|---:|---:|---:|---:|")
-    for r in rows:
+    for r in report.seeds:
         ret = (
             "-" if r["return_mean"] is None else f"{r['return_mean']:.2f} +- {r['return_std']:.2f}"
         )
@@ -193,23 +198,6 @@ def _eval(args: argparse.Namespace) -> int:
         for name, rate in (r.get("achievements") or {}).items():
             if rate > 0:
                 print(f"|   | {name} | {rate:.0%} | |")
-    report = {
-        "env": policy.env.id,
-        "episodes": args.episodes,
-        "algo": policy.algo,
-        "actions": actions,
-        "greedy": args.greedy,
-        "setting": policy.setting,
-        "seeds": rows,
-    }
-    if args.json:
-        from pathlib import Path
-
-        Path(args.json).write_text(json.dumps(report, indent=1))
-        print(f"wrote {args.json}")
-    else:
-        print(json.dumps(report))
-    return 0
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -337,6 +325,17 @@ def build_parser() -> argparse.ArgumentParser:
         "networks and algorithms it registers can be named in configs; repeatable",
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    add_train(sub)
+    add_policy_commands(sub)
+    add_plot(sub)
+    add_sweep_report(sub)
+    configs = sub.add_parser("configs", help="list the shipped configs (train takes their names)")
+    configs.set_defaults(func=_configs)
+    return parser
+
+
+def add_train(sub: Any) -> None:
+    """``nnxrl train``."""
     train = sub.add_parser("train", help="train an agent from a YAML config")
     train.add_argument(
         "config",
@@ -370,6 +369,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop (as Ctrl-C does: checkpoint, exit 130) once this many updates are done",
     )
     train.set_defaults(func=_train)
+
+
+def add_policy_commands(sub: Any) -> None:
+    """``nnxrl eval``, ``render`` and ``export``: a run's (or a saved) policy."""
     for name, func, text in (
         ("eval", _eval, "evaluate a run's latest checkpoint (or a saved policy)"),
         ("render", _render, "play one episode and write it as an animated GIF"),
@@ -394,52 +397,57 @@ def build_parser() -> argparse.ArgumentParser:
             help="a sweep's setting whose policy to use (nnxrl sweep-report ranks them)",
         )
         cmd.set_defaults(func=func)
-        if name == "eval":
-            cmd.add_argument(
-                "--episodes",
-                type=_count(1, 1_000_000),
-                default=10,
-                help="episodes per seed (default 10; played 1024 at a time)",
-            )
-            cmd.add_argument(
-                "--json", metavar="FILE", help="write the report here (default: print it)"
-            )
-        if name == "render":
-            cmd.add_argument(
-                "--seed", type=_count(0), default=0, help="which seed's policy (default 0)"
-            )
-            cmd.add_argument(
-                "--out", default="episode.gif", help="output GIF (default episode.gif)"
-            )
-            cmd.add_argument(
-                "--scale",
-                type=_count(1, 16),
-                default=1,
-                metavar="K",
-                help="enlarge frames K times (nearest neighbour; default 1)",
-            )
-            cmd.add_argument(
-                "--overlay",
-                action="store_true",
-                help="write the step and the return so far above each frame",
-            )
-        if name == "export":
-            cmd.add_argument("--out", help="output directory (default RUN_DIR/policy)")
-        if name in ("eval", "render"):
-            cmd.add_argument("--greedy", action="store_true", help="take the most likely action")
-            cmd.add_argument(
-                "--epsilon",
-                type=_probability,
-                metavar="E",
-                help="PQN policies: act epsilon-greedily, a random action with probability "
-                "E (default 0: greedy)",
-            )
-            cmd.add_argument(
-                "--key",
-                type=_count(0, config_lib.MAX_SEED),
-                default=0,
-                help="PRNG seed for envs and sampling",
-            )
+        add_own_options(cmd, name)
+
+
+def add_own_options(cmd: Any, name: str) -> None:
+    """The options of one of eval, render and export beyond the shared ones."""
+    if name == "eval":
+        cmd.add_argument(
+            "--episodes",
+            type=_count(1, 1_000_000),
+            default=10,
+            help="episodes per seed (default 10; played 1024 at a time)",
+        )
+        cmd.add_argument("--json", metavar="FILE", help="write the report here (default: print it)")
+    if name == "render":
+        cmd.add_argument(
+            "--seed", type=_count(0), default=0, help="which seed's policy (default 0)"
+        )
+        cmd.add_argument("--out", default="episode.gif", help="output GIF (default episode.gif)")
+        cmd.add_argument(
+            "--scale",
+            type=_count(1, 16),
+            default=1,
+            metavar="K",
+            help="enlarge frames K times (nearest neighbour; default 1)",
+        )
+        cmd.add_argument(
+            "--overlay",
+            action="store_true",
+            help="write the step and the return so far above each frame",
+        )
+    if name == "export":
+        cmd.add_argument("--out", help="output directory (default RUN_DIR/policy)")
+    if name in ("eval", "render"):
+        cmd.add_argument("--greedy", action="store_true", help="take the most likely action")
+        cmd.add_argument(
+            "--epsilon",
+            type=_probability,
+            metavar="E",
+            help="PQN policies: act epsilon-greedily, a random action with probability "
+            "E (default 0: greedy)",
+        )
+        cmd.add_argument(
+            "--key",
+            type=_count(0, config_lib.MAX_SEED),
+            default=0,
+            help="PRNG seed for envs and sampling",
+        )
+
+
+def add_plot(sub: Any) -> None:
+    """``nnxrl plot``."""
     plot = sub.add_parser(
         "plot", help="learning curves of runs: a statistic across seeds with a 95 %% CI band"
     )
@@ -469,6 +477,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plot.add_argument("--out", default="plot.png", help="output PNG (default plot.png)")
     plot.set_defaults(func=_plot)
+
+
+def add_sweep_report(sub: Any) -> None:
+    """``nnxrl sweep-report``."""
     report = sub.add_parser(
         "sweep-report",
         help="rank a sweep's settings by final return; write best.yaml and sweep.png",
@@ -478,9 +490,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-write", action="store_true", help="print the table only (no best.yaml, plots)"
     )
     report.set_defaults(func=_sweep_report)
-    configs = sub.add_parser("configs", help="list the shipped configs (train takes their names)")
-    configs.set_defaults(func=_configs)
-    return parser
 
 
 PLUGIN_GROUP = "nnxrl.plugins"  # entry points of installed packages, imported at start

@@ -1,6 +1,7 @@
 """Evaluating a trained policy: N episodes per seed, from fresh envs.
 
-Each seed's network plays ``num_episodes`` envs side by side until every env has
+``evaluate(policy, episodes)`` is the API (``nnxrl eval`` prints it). Each seed's
+network plays ``num_episodes`` envs side by side until every env has
 finished its first episode (one compiled ``while_loop``, all seeds vmapped); the
 first episode of each env is what is reported: return, length and, for Craftax,
 each achievement's success rate.
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import jax
@@ -21,6 +24,56 @@ from nnxrl.envs import env_spec, make_env
 from nnxrl.policy import Policy
 
 MAX_ENVS_AT_ONCE = 1024  # episodes played side by side per seed (bounds the memory)
+
+
+@dataclass
+class Evaluation:
+    """What ``evaluate`` reports: per seed, the first episode of each of
+    ``episodes`` fresh envs (mean and std of return and length, Craftax achievement
+    rates), and how actions were chosen."""
+
+    env: str
+    episodes: int  # per seed
+    algo: str
+    actions: str  # 'greedy', 'sampled' or 'epsilon-greedy (epsilon=E)'
+    greedy: bool
+    setting: int | None  # the sweep setting the policy comes from
+    seeds: list[dict[str, Any]]  # one row per seed (``summarize_episodes``)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def evaluate(
+    policy: Policy,
+    episodes: int = 10,
+    *,
+    greedy: bool = False,
+    key: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> Evaluation:
+    """Play the first episode of ``episodes`` fresh envs per seed with ``policy``
+    (a ``load_policy`` or ``policy_from_checkpoint``), sampled or ``greedy``, from
+    PRNG seed ``key``; ``progress`` gets the episodes done after each batch."""
+    results = play_first_episodes(policy, episodes, greedy, jax.random.key(key), progress=progress)
+    return Evaluation(
+        env=policy.env.id,
+        episodes=episodes,
+        algo=policy.algo,
+        actions=action_kind(policy, greedy),
+        greedy=greedy,
+        setting=policy.setting,
+        seeds=summarize_episodes(results, achievement_names(policy)),
+    )
+
+
+def action_kind(policy: Policy, greedy: bool) -> str:
+    """How ``policy`` chooses actions, in words."""
+    if greedy or (policy.head == "q" and policy.epsilon == 0):
+        return "greedy"
+    if policy.head == "q":
+        return f"epsilon-greedy (epsilon={policy.epsilon:g})"
+    return "sampled"
 
 
 def play_first_episodes(
@@ -50,66 +103,11 @@ def play_first_episodes(
 def batch_player(
     policy: Policy, num_episodes: int, greedy: bool, max_steps: int
 ) -> Callable[[jax.Array], dict[str, np.ndarray]]:
-    """A compiled function of a key that plays one batch of ``num_episodes`` envs."""
+    """A compiled function of a key that plays one batch of ``num_episodes`` envs
+    for every seed (``play_one_seed``, vmapped)."""
     env = make_env(dataclasses.replace(policy.env, num_envs=num_episodes, reset_ratio=1))
-    names = env.spec.achievement_names
-
-    def one_seed(params, moments, key):
-        model = nnx.merge(policy.graphdef, params)
-        reset_key, key = jax.random.split(key)
-        obs, env_state = env.reset(reset_key)
-        results = {
-            "return": jnp.zeros(num_episodes),
-            "length": jnp.zeros(num_episodes, jnp.int32),
-            "achievements": jnp.zeros((num_episodes, len(names))),
-        }
-        carry = {
-            "obs": obs,
-            "env_state": env_state,
-            "hidden": model.initial_hidden(num_episodes),
-            "start": jnp.ones(num_episodes, bool),
-            "finished": jnp.zeros(num_episodes, bool),
-            "key": key,
-            "t": jnp.int32(0),
-            "results": results,
-        }
-
-        def running(c):
-            return jnp.logical_and(~jnp.all(c["finished"]), c["t"] < max_steps)
-
-        def step(c):
-            key, action_key, step_key = jax.random.split(c["key"], 3)
-            hidden, dist = policy.action_distribution(
-                model, c["hidden"], c["obs"], c["start"], moments
-            )
-            action = dist.mode() if greedy else dist.sample(action_key)
-            env_state, out = env.step(step_key, c["env_state"], action)
-            ended = jnp.logical_or(out.terminated, out.truncated)
-            first = jnp.logical_and(ended, ~c["finished"])
-            episode = {
-                "return": out.episode["return"],
-                "length": out.episode["length"],
-                "achievements": out.episode.get("achievements", c["results"]["achievements"]),
-            }
-            results = {
-                k: jnp.where(first.reshape((-1,) + (1,) * (v.ndim - 1)), episode[k], v)
-                for k, v in c["results"].items()
-            }
-            return {
-                "obs": out.obs,
-                "env_state": env_state,
-                "hidden": hidden,
-                "start": ended,
-                "finished": jnp.logical_or(c["finished"], ended),
-                "key": key,
-                "t": c["t"] + 1,
-                "results": results,
-            }
-
-        final = jax.lax.while_loop(running, step, carry)
-        return {**final["results"], "finished": final["finished"]}
-
     moments = policy.obs_moments if policy.obs_moments is not None else ()
+    one_seed = partial(play_one_seed, policy=policy, env=env, greedy=greedy, max_steps=max_steps)
     played = jax.jit(jax.vmap(one_seed))
 
     def play(key: jax.Array) -> dict[str, np.ndarray]:
@@ -117,6 +115,80 @@ def batch_player(
         return {k: np.asarray(v) for k, v in played(policy.params, moments, keys).items()}
 
     return play
+
+
+def play_one_seed(
+    params: Any,
+    moments: Any,
+    key: jax.Array,
+    *,
+    policy: Policy,
+    env: Any,
+    greedy: bool,
+    max_steps: int,
+) -> dict[str, jax.Array]:
+    """One seed's network in every env until each has finished its first episode (or
+    ``max_steps``): that episode's results per env, and whether it finished."""
+    model = nnx.merge(policy.graphdef, params)
+    reset_key, key = jax.random.split(key)
+    carry = first_carry(model, env, reset_key, key)
+    step = partial(play_step, model=model, env=env, policy=policy, moments=moments, greedy=greedy)
+
+    def running(c: dict) -> jax.Array:
+        return jnp.logical_and(~jnp.all(c["finished"]), c["t"] < max_steps)
+
+    final = jax.lax.while_loop(running, step, carry)
+    return {**final["results"], "finished": final["finished"]}
+
+
+def first_carry(model: Any, env: Any, reset_key: jax.Array, key: jax.Array) -> dict:
+    """Fresh envs, a fresh hidden state, no episode finished yet."""
+    num_envs = env.num_envs
+    obs, env_state = env.reset(reset_key)
+    results = {
+        "return": jnp.zeros(num_envs),
+        "length": jnp.zeros(num_envs, jnp.int32),
+        "achievements": jnp.zeros((num_envs, len(env.spec.achievement_names))),
+    }
+    return {
+        "obs": obs,
+        "env_state": env_state,
+        "hidden": model.initial_hidden(num_envs),
+        "start": jnp.ones(num_envs, bool),
+        "finished": jnp.zeros(num_envs, bool),
+        "key": key,
+        "t": jnp.int32(0),
+        "results": results,
+    }
+
+
+def play_step(c: dict, *, model: Any, env: Any, policy: Policy, moments: Any, greedy: bool) -> dict:
+    """One step of every env; an env's first finished episode is kept in ``results``."""
+    key, action_key, step_key = jax.random.split(c["key"], 3)
+    hidden, dist = policy.action_distribution(model, c["hidden"], c["obs"], c["start"], moments)
+    action = dist.mode() if greedy else dist.sample(action_key)
+    env_state, out = env.step(step_key, c["env_state"], action)
+    ended = jnp.logical_or(out.terminated, out.truncated)
+    first = jnp.logical_and(ended, ~c["finished"])
+    episode = {
+        "return": out.episode["return"],
+        "length": out.episode["length"],
+        "achievements": out.episode.get("achievements", c["results"]["achievements"]),
+    }
+    results = {
+        k: jnp.where(first.reshape((-1,) + (1,) * (v.ndim - 1)), episode[k], v)
+        for k, v in c["results"].items()
+    }
+    return {
+        "obs": out.obs,
+        "env_state": env_state,
+        "hidden": hidden,
+        "start": ended,
+        "finished": jnp.logical_or(c["finished"], ended),
+        "key": key,
+        "t": c["t"] + 1,
+        "results": results,
+    }
 
 
 def achievement_names(policy: Policy) -> tuple[str, ...]:

@@ -68,8 +68,7 @@ def compile_programs(config: config_lib.Config) -> Programs:
     layout = make_layout(config)
     static = config_lib.program_config(config)
     algo = build_algorithm(static)
-    by_seed, replicated = layout.by_seed, layout.replicated
-    shardings: Any = by_seed  # every leaf split along its seed axis only
+    shardings: Any = layout.by_seed  # every leaf split along its seed axis only
     if layout.env_shards > 1:  # and the env axes found by shaping the state twice
         shardings = state_shardings(
             layout,
@@ -77,14 +76,51 @@ def compile_programs(config: config_lib.Config) -> Programs:
             state_shape_at(static, 2 * config.env.num_envs),
             config.env.num_envs,
         )
-    if config.is_sweep:  # one setting's coefficients per member, split like the members
-        hp_sharding, hp_axis = by_seed, 0
-        hp = jax.device_put(population_hyperparams(config), by_seed)
-    else:
-        hp_sharding, hp_axis = replicated, None
-        hp = jax.device_put(hyperparams_from(config), replicated)
+    hp, hp_sharding, hp_axis = placed_hyperparams(config, layout)
+    init, init_compiled, template, options = compile_init(config, algo, layout, shardings)
+    shardings = init_compiled.output_shardings  # one per leaf
+    # a plain run stops every seed at a non-finite value; in a sweep each member that
+    # meets one keeps its last good state and the others train on (chunk.py)
+    guard_axis = None if config.is_sweep else SEED_AXIS
+
+    def compile_chunk(num_updates: int) -> Any:
+        one_chunk = partial(
+            train_chunk, update_fn=algo.update, num_updates=num_updates, axis_name=guard_axis
+        )
+        return (
+            jax.jit(
+                jax.vmap(one_chunk, in_axes=(0, hp_axis), axis_name=SEED_AXIS),
+                in_shardings=(shardings, hp_sharding),
+                # metrics whole on every device: small, and every process reads them
+                out_shardings=(shardings, layout.replicated),
+                donate_argnums=0,
+            )
+            .lower(template, hp)
+            .compile(options)
+        )
+
+    chunks = {config.updates_per_chunk: compile_chunk(config.updates_per_chunk)}
+    check_fits(config, {"init": init_compiled, "a chunk": chunks[config.updates_per_chunk]})
+    return Programs(init, chunks, hp, template, layout, compile_chunk)
+
+
+def placed_hyperparams(config: config_lib.Config, layout: Any) -> tuple[Any, Any, int | None]:
+    """The traced coefficients on the devices, their sharding and vmap axis: a
+    sweep's one setting's per member, split like the members; else one, replicated."""
+    if config.is_sweep:
+        return jax.device_put(population_hyperparams(config), layout.by_seed), layout.by_seed, 0
+    hp = jax.device_put(hyperparams_from(config), layout.replicated)
+    return hp, layout.replicated, None
+
+
+def compile_init(
+    config: config_lib.Config, algo: Any, layout: Any, shardings: Any
+) -> tuple[Any, Any, Any, dict]:
+    """The compiled init of every member (member m trains seed m % num_seeds: the same
+    key as that seed of a run of its own): (init(), the compiled program, the state's
+    template with its shardings, the XLA options every program is compiled with)."""
+    by_seed, replicated = layout.by_seed, layout.replicated
     base_seed = jax.device_put(np.uint32(config.seed), replicated)
-    # member m trains seed m % num_seeds: the same key as that seed of a run of its own
     seeds = np.arange(config.num_members, dtype=np.int32) % config.num_seeds
     indices = jax.device_put(seeds, by_seed)
 
@@ -105,37 +141,12 @@ def compile_programs(config: config_lib.Config) -> Programs:
         )
         options = {}
         init_compiled = traced_init.lower().compile(options)
-    init = partial(init_compiled, base_seed, indices)
-    shardings = init_compiled.output_shardings  # one per leaf
     template = jax.tree.map(
         lambda x, sharding: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding),
         traced_init.out_info,
-        shardings,
+        init_compiled.output_shardings,
     )
-
-    # a plain run stops every seed at a non-finite value; in a sweep each member that
-    # meets one keeps its last good state and the others train on (chunk.py)
-    guard_axis = None if config.is_sweep else SEED_AXIS
-
-    def compile_chunk(num_updates: int) -> Any:
-        one_chunk = partial(
-            train_chunk, update_fn=algo.update, num_updates=num_updates, axis_name=guard_axis
-        )
-        return (
-            jax.jit(
-                jax.vmap(one_chunk, in_axes=(0, hp_axis), axis_name=SEED_AXIS),
-                in_shardings=(shardings, hp_sharding),
-                # metrics whole on every device: small, and every process reads them
-                out_shardings=(shardings, replicated),
-                donate_argnums=0,
-            )
-            .lower(template, hp)
-            .compile(options)
-        )
-
-    chunks = {config.updates_per_chunk: compile_chunk(config.updates_per_chunk)}
-    check_fits(config, {"init": init_compiled, "a chunk": chunks[config.updates_per_chunk]})
-    return Programs(init, chunks, hp, template, layout, compile_chunk)
+    return partial(init_compiled, base_seed, indices), init_compiled, template, options
 
 
 def population_hyperparams(config: config_lib.Config) -> Any:

@@ -215,12 +215,37 @@ def render_episode(
     """Play one episode with seed ``seed``'s network and write it to ``out`` (GIF),
     frames enlarged ``scale`` times, with the step and return so far above each when
     ``overlay``. Returns the episode's return, length and number of frames."""
-    from PIL import Image
-
     if not 0 <= seed < policy.num_seeds:
         raise ValueError(f"--seed: {seed} is not one of the run's seeds 0..{policy.num_seeds - 1}")
     env = make_env(dataclasses.replace(policy.env, num_envs=1, reset_ratio=1))
     draw = frame_renderer(policy.env.id, env.spec.obs_shape)
+    frames = []
+
+    def add_frame(state: Any, obs: Any, total: float) -> None:
+        frame = draw(state, obs)
+        if scale > 1:
+            frame = frame.repeat(scale, axis=0).repeat(scale, axis=1)
+        if overlay:
+            frame = with_caption(frame, f"step {len(frames)}  return {total:.2f}")
+        frames.append(frame)
+
+    total, length, ended = play_episode(policy, env, seed, key, greedy, max_steps, add_frame)
+    write_gif(frames, Path(out))
+    return {"return": total, "length": length, "frames": len(frames), "ended": ended}
+
+
+def play_episode(
+    policy: Policy,
+    env: Any,
+    seed: int,
+    key: jax.Array,
+    greedy: bool,
+    max_steps: int,
+    before_step: Callable[[Any, Any, float], None],
+) -> tuple[float, int, bool]:
+    """Seed ``seed``'s network in one env until its episode ends (or ``max_steps``),
+    calling ``before_step(env state, observation, return so far)`` before each step;
+    returns the episode's return, length and whether it ended."""
     model = nnx.merge(policy.graphdef, jax.tree.map(lambda x: x[seed], policy.params))
     moments = policy.seed_moments(seed)
 
@@ -235,14 +260,9 @@ def render_episode(
     reset_key, key = jax.random.split(key)
     obs, env_state = jax.jit(env.reset)(reset_key)
     hidden, start = model.initial_hidden(1), jnp.ones(1, bool)
-    frames, total, length = [], 0.0, 0
+    total, length = 0.0, 0
     for _ in range(max_steps):
-        frame = draw(jax.tree.map(lambda x: x[0], env_state.env_state), obs[0])
-        if scale > 1:
-            frame = frame.repeat(scale, axis=0).repeat(scale, axis=1)
-        if overlay:
-            frame = with_caption(frame, f"step {length}  return {total:.2f}")
-        frames.append(frame)
+        before_step(jax.tree.map(lambda x: x[0], env_state.env_state), obs[0], total)
         key, step_key = jax.random.split(key)
         env_state, hidden, result = act_and_step(step_key, env_state, hidden, obs, start)
         obs, start = result.obs, jnp.logical_or(result.terminated, result.truncated)
@@ -250,8 +270,13 @@ def render_episode(
         length += 1
         if bool(start[0]):
             break
+    return total, length, bool(start[0])
+
+
+def write_gif(frames: list[np.ndarray], out: Path) -> None:
+    """The frames as an animated GIF (20 frames a second), a timeline under each."""
+    from PIL import Image
+
     images = [Image.fromarray(with_timeline(f, i, len(frames))) for i, f in enumerate(frames)]
-    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     images[0].save(out, save_all=True, append_images=images[1:], duration=50, loop=0)
-    return {"return": total, "length": length, "frames": len(frames), "ended": bool(start[0])}

@@ -117,6 +117,13 @@ def prepare(
             )
         truncate_after(out_dir, 0, config.num_members)  # what a failed start may have left
         return StartPoint(0, None)
+    return resume_point(config, out_dir, step)
+
+
+def resume_point(config: config_lib.Config, out_dir: Path, step: int | None) -> StartPoint:
+    """Where a resumed run starts: the newest checkpoint (or ``step``) whose records
+    are all in metrics.jsonl, once the config is checked against the run's; the
+    records after it are trimmed."""
     saved = checkpoint.available(out_dir)
     if step is not None and step not in saved:
         raise checkpoint.CheckpointError(
@@ -145,19 +152,24 @@ def prepare(
     update = usable[-1] if usable else 0
     _refuse_nonfinite(out_dir, update, config.algo)
     if update >= config.num_updates and not rewritten:
-        print(
-            f"nnxrl: the run in {out_dir} is already complete ({update} of "
-            f"{config.num_updates} updates): resuming it trains nothing and finishes only "
-            "what a stop during its end may have left undone (the exported policy, the "
-            "trackers' records). A resumed run does not extend a run (total_env_steps "
-            "sets the learning-rate schedule): train a new one to go further",
-            file=sys.stderr,
-            flush=True,
-        )
+        say_complete(out_dir, update, config.num_updates)
     truncate_after(out_dir, update, config.num_members)
     run_id_file = out_dir / "mlflow_run_id"
     run_id = run_id_file.read_text().strip() if run_id_file.exists() else None
     return StartPoint(update, run_id or None)
+
+
+def say_complete(out_dir: Path, update: int, num_updates: int) -> None:
+    """What resuming a complete run does, and what it does not."""
+    print(
+        f"nnxrl: the run in {out_dir} is already complete ({update} of {num_updates} "
+        "updates): resuming it trains nothing and finishes only what a stop during its "
+        "end may have left undone (the exported policy, the trackers' records). A resumed "
+        "run does not extend a run (total_env_steps sets the learning-rate schedule): "
+        "train a new one to go further",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def write_config(config: config_lib.Config, out_dir: Path, fresh: bool) -> None:

@@ -116,65 +116,15 @@ def _coerce(key: str, value: Any, tp: Any, meta: Mapping[str, Any]) -> Any:
     """Check ``value`` against the annotation ``tp`` and the bounds in ``meta``."""
     origin = typing.get_origin(tp)
     if isinstance(tp, types.UnionType) or origin is typing.Union:
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        errors = []
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return _coerce(key, value, arg, meta)
-            except ConfigError as e:
-                errors.append(e)
-        raise errors[0]
+        return _coerce_union(key, value, typing.get_args(tp), meta)
     if origin is Literal:
         allowed = typing.get_args(tp)
         if value not in allowed:
             raise ConfigError(f"{key}: {value!r} is not allowed; choose one of {list(allowed)}")
         return value
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key}: expected true or false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not (
-            isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-        ):
-            raise ConfigError(f"{key}: expected an integer, got {value!r}")
-        value = int(value)
-    elif tp is float:
-        if isinstance(value, str):  # YAML 1.1 reads 1e-3 (no dot) as a string
-            try:
-                value = float(value)
-            except ValueError:
-                pass
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{key}: expected a number, got {value!r}")
-        value = float(value)
-        if not math.isfinite(value):
-            raise ConfigError(f"{key}: {value!r} is not a finite number; give a finite value")
-    elif tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{key}: expected a string, got {value!r}")
-        return value
-    elif tp is dict:
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"{key}: expected a mapping, got {value!r}")
-        return dict(value)
-    elif tp is list:
-        allowed = meta.get("choices") or ()
-        if not isinstance(value, (list, tuple)) or not all(v in allowed for v in value):
-            raise ConfigError(
-                f"{key}: {value!r} is not allowed; give a list of any of {list(allowed)}"
-            )
-        return list(dict.fromkeys(value))
-    elif tp is tuple:
-        if not isinstance(value, (list, tuple)) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value
-        ):
-            raise ConfigError(f"{key}: expected a list of positive integers, got {value!r}")
-        return tuple(value)
+    if tp in (dict, list, tuple, str, bool):
+        return _NON_NUMERIC[tp](key, value, meta)
+    value = _number(key, value, tp)
     low, high = meta.get("low"), meta.get("high")
     if low is not None and (value < low or (meta.get("low_open") and value == low)):
         op = ">" if meta.get("low_open") else ">="
@@ -182,6 +132,86 @@ def _coerce(key: str, value: Any, tp: Any, meta: Mapping[str, Any]) -> Any:
     if high is not None and value > high:
         raise ConfigError(f"{key}: {value!r} is out of range; it must be <= {high}")
     return value
+
+
+def _coerce_union(key: str, value: Any, args: tuple, meta: Mapping[str, Any]) -> Any:
+    """The first member of the union that takes ``value`` (None for an optional)."""
+    if value is None and type(None) in args:
+        return None
+    errors = []
+    for arg in args:
+        if arg is type(None):
+            continue
+        try:
+            return _coerce(key, value, arg, meta)
+        except ConfigError as e:
+            errors.append(e)
+    raise errors[0]
+
+
+def _number(key: str, value: Any, tp: Any) -> Any:
+    """An int (a whole float is taken) or a finite float (YAML 1.1 reads ``1e-3``,
+    without a dot, as a string: it is taken too)."""
+    if tp is int:
+        if isinstance(value, bool) or not (
+            isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        ):
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        return int(value)
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{key}: expected a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{key}: {float(value)!r} is not a finite number; give a finite value")
+    return float(value)
+
+
+def _boolean(key: str, value: Any, meta: Mapping[str, Any]) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}: expected true or false, got {value!r}")
+    return value
+
+
+def _string(key: str, value: Any, meta: Mapping[str, Any]) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{key}: expected a string, got {value!r}")
+    return value
+
+
+def _mapping(key: str, value: Any, meta: Mapping[str, Any]) -> dict:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{key}: expected a mapping, got {value!r}")
+    return dict(value)
+
+
+def _choices(key: str, value: Any, meta: Mapping[str, Any]) -> list:
+    """A list of the field's allowed items, each once, in the order given."""
+    allowed = meta.get("choices") or ()
+    if not isinstance(value, (list, tuple)) or not all(v in allowed for v in value):
+        raise ConfigError(f"{key}: {value!r} is not allowed; give a list of any of {list(allowed)}")
+    return list(dict.fromkeys(value))
+
+
+def _counts(key: str, value: Any, meta: Mapping[str, Any]) -> tuple:
+    """A tuple of positive integers (e.g. conv features)."""
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value
+    ):
+        raise ConfigError(f"{key}: expected a list of positive integers, got {value!r}")
+    return tuple(value)
+
+
+_NON_NUMERIC = {
+    bool: _boolean,
+    str: _string,
+    dict: _mapping,
+    list: _choices,
+    tuple: _counts,
+}
 
 
 def build(cls: type, data: Mapping[str, Any], prefix: str = "") -> Any:

@@ -136,6 +136,17 @@ def check_shape(sweep: Any) -> None:
             raise ConfigError(
                 f"sweep.grid.{key}: expected a non-empty list of values, got {values!r}"
             )
+    check_count(sweep)
+    for key, dist in sweep.random.items():
+        if key in sweep.grid:
+            raise ConfigError(
+                f"sweep.random.{key}: {key} is also in sweep.grid; sweep each key one way"
+            )
+        check_distribution(f"sweep.random.{key}", dist)
+
+
+def check_count(sweep: Any) -> None:
+    """At most ``MAX_SETTINGS`` settings, counted from the grid's sizes and the draws."""
     count = math.prod(len(v) for v in sweep.grid.values()) * (
         sweep.num_samples if sweep.random else 1
     )
@@ -149,35 +160,34 @@ def check_shape(sweep: Any) -> None:
             "trains as one population; sweep fewer values, or split the sweep with "
             "sweep.only"
         )
-    for key, dist in sweep.random.items():
-        where = f"sweep.random.{key}"
-        if key in sweep.grid:
-            raise ConfigError(f"{where}: {key} is also in sweep.grid; sweep each key one way")
-        if not isinstance(dist, Mapping) or len(dist) != 1 or next(iter(dist)) not in DISTRIBUTIONS:
-            raise ConfigError(
-                f"{where}: expected one distribution, {{uniform: [low, high]}}, "
-                f"{{log_uniform: [low, high]}} or {{choice: [values]}}; got {dist!r}"
-            )
-        ((kind, args),) = dist.items()
-        if isinstance(args, Sequence) and not isinstance(args, str):
-            args = [plain(a) for a in args]
-        if kind == "choice":
-            if not isinstance(args, Sequence) or isinstance(args, str) or not args:
-                raise ConfigError(f"{where}.choice: expected a non-empty list, got {args!r}")
-            continue
-        bounds_ok = (
-            isinstance(args, Sequence)
-            and len(args) == 2
-            and all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args)
+
+
+def check_distribution(where: str, dist: Any) -> None:
+    """One of ``DISTRIBUTIONS`` with valid arguments: a non-empty choice, or finite
+    bounds low <= high (> 0 for log_uniform)."""
+    if not isinstance(dist, Mapping) or len(dist) != 1 or next(iter(dist)) not in DISTRIBUTIONS:
+        raise ConfigError(
+            f"{where}: expected one distribution, {{uniform: [low, high]}}, "
+            f"{{log_uniform: [low, high]}} or {{choice: [values]}}; got {dist!r}"
         )
-        if bounds_ok and not all(math.isfinite(a) for a in args):
-            raise ConfigError(f"{where}.{kind}: bounds must be finite numbers, got {args!r}")
-        if not bounds_ok or not args[0] <= args[1]:
-            raise ConfigError(
-                f"{where}.{kind}: expected [low, high] with low <= high, got {args!r}"
-            )
-        if kind == "log_uniform" and args[0] <= 0:
-            raise ConfigError(f"{where}.log_uniform: bounds must be > 0, got {args!r}")
+    ((kind, args),) = dist.items()
+    if isinstance(args, Sequence) and not isinstance(args, str):
+        args = [plain(a) for a in args]
+    if kind == "choice":
+        if not isinstance(args, Sequence) or isinstance(args, str) or not args:
+            raise ConfigError(f"{where}.choice: expected a non-empty list, got {args!r}")
+        return
+    bounds_ok = (
+        isinstance(args, Sequence)
+        and len(args) == 2
+        and all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args)
+    )
+    if bounds_ok and not all(math.isfinite(a) for a in args):
+        raise ConfigError(f"{where}.{kind}: bounds must be finite numbers, got {args!r}")
+    if not bounds_ok or not args[0] <= args[1]:
+        raise ConfigError(f"{where}.{kind}: expected [low, high] with low <= high, got {args!r}")
+    if kind == "log_uniform" and args[0] <= 0:
+        raise ConfigError(f"{where}.log_uniform: bounds must be > 0, got {args!r}")
 
 
 def check_keys(sweep: Any, traced: Sequence[str], known: Sequence[str], algo: str) -> None:

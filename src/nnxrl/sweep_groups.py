@@ -76,16 +76,10 @@ def train_parts(
     extra_backends: tuple,
 ) -> list[Any]:
     """``train_groups`` once the sweep's directory is prepared (and locked)."""
-    from nnxrl.logging.mlflow_tracker import local_store_uri
-
-    parts = group_configs(config)
-    if out_dir is not None and config.logging.mlflow_tracking_uri is None:
-        uri = local_store_uri(out_dir)  # the groups share the runs' store
-        logging = dataclasses.replace(config.logging, mlflow_tracking_uri=uri)
-        parts = [(v, dataclasses.replace(c, logging=logging)) for v, c in parts]
+    parts = sharing_a_store(group_configs(config), config, out_dir)
     say = not quiet and is_main_process()
-    keys = ", ".join(untraced_keys(config.sweep, config_lib.traced_keys(config)))
     if say:
+        keys = ", ".join(untraced_keys(config.sweep, config_lib.traced_keys(config)))
         print(
             f"sweep: {keys} change the compiled program, so its {len(config.settings)} "
             f"settings train as {len(parts)} programs, one after another "
@@ -95,15 +89,15 @@ def train_parts(
     results = []
     for g, (values, part) in enumerate(parts):
         where = None if out_dir is None else out_dir / f"{GROUP_PREFIX}{g}"
-        indices = [index for index, _ in part.settings]
         if where is not None and resume and finished(where, part):
             if say:
                 print(f"sweep: group {g} ({describe_values(values)}) is already trained")
             continue
         if say:
+            indices = ", ".join(str(index) for index, _ in part.settings)
             print(
                 f"sweep: group {g} of {len(parts)} ({describe_values(values)}): settings "
-                f"{', '.join(map(str, indices))} -> {where or 'memory'}",
+                f"{indices} -> {where or 'memory'}",
                 flush=True,
             )
         again = resume and where is not None and run_dir.holds_run(where)
@@ -120,6 +114,17 @@ def train_parts(
             raise Stopped(e.update, out_dir) from None
         results.append(result)
     return results
+
+
+def sharing_a_store(parts: list, config: config_lib.Config, out_dir: Path | None) -> list:
+    """The groups' configs, sending MLflow records to one store, the sweep's (unless
+    the config names one)."""
+    from nnxrl.logging.mlflow_tracker import local_store_uri
+
+    if out_dir is None or config.logging.mlflow_tracking_uri is not None:
+        return parts
+    logging = dataclasses.replace(config.logging, mlflow_tracking_uri=local_store_uri(out_dir))
+    return [(v, dataclasses.replace(c, logging=logging)) for v, c in parts]
 
 
 def prepare(config: config_lib.Config, out_dir: Path, resume: bool) -> None:

@@ -14,7 +14,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -29,7 +29,7 @@ from nnxrl.logging.records import records_to_arrays
 from nnxrl.mesh import host_copy
 from nnxrl.programs import Programs, check_one_program, compile_programs
 from nnxrl.run_dir import StartPoint
-from nnxrl.run_loop import RunLoop
+from nnxrl.run_loop import Outcome, RunLoop
 from nnxrl.stop import StopRequest, graceful_stop
 
 
@@ -168,30 +168,61 @@ def train_from(
     )
     status = "failed"
     try:
-        t0 = time.perf_counter()
-        programs = compile_programs(config)
-        compile_seconds = time.perf_counter() - t0
-        if not quiet:
-            print(f"compiled in {compile_seconds:.1f} s; {programs.layout.describe()}", flush=True)
-        state = start_state(programs, out_dir, start.update, quiet)
-        loop = RunLoop(config, programs, logger, out_dir, stop, start.update, stop_after)
-        outcome = loop.run(state)
-        train_end = time.perf_counter()
-        best = best_setting(config, final_window(outcome.last_metrics)[0])
-        if outcome.kind == "finished" and out_dir is not None:
-            # every process takes part in both (collectives); process 0 writes
-            params = host_copy(outcome.state.params)
-            # ppo.normalize_obs: the observation moments go with the policy (else ())
-            obs_moments = host_copy(getattr(outcome.state.normalizer, "obs", ()))
-            export_policy(config, out_dir, params, best, obs_moments)
-            if main and config.logging.log_video:
-                attach_episode(config, out_dir, params, logger, quiet, best, obs_moments)
-        status = {"finished": "finished", "stopped": "killed"}.get(outcome.kind, "failed")
+        ran = compile_and_run(config, out_dir, start, stop, quiet, logger, stop_after)
+        status = {"finished": "finished", "stopped": "killed"}.get(ran.outcome.kind, "failed")
     except KeyboardInterrupt:  # a second Ctrl-C: stop at once
         status = "killed"
         raise
     finally:
         logger.close(status)  # a stop signal now waits until every record is written
+    raise_if_cut_short(ran.outcome, stop, out_dir)
+    return result_of(config, ran, start, logger, out_dir)
+
+
+class Ran(NamedTuple):
+    """What ``compile_and_run`` gives back."""
+
+    outcome: Outcome
+    compile_seconds: float
+    train_end: float  # time.perf_counter() when the device finished the last chunk
+    best: int | None  # a sweep's best setting
+
+
+def compile_and_run(
+    config: config_lib.Config,
+    out_dir: Path | None,
+    start: StartPoint,
+    stop: StopRequest,
+    quiet: bool,
+    logger: Any,
+    stop_after: int | None,
+) -> Ran:
+    """Compile, run the loop from ``start`` and, if it finished, export the policy
+    (and attach a video of it)."""
+    t0 = time.perf_counter()
+    programs = compile_programs(config)
+    compile_seconds = time.perf_counter() - t0
+    if not quiet:
+        print(f"compiled in {compile_seconds:.1f} s; {programs.layout.describe()}", flush=True)
+    state = start_state(programs, out_dir, start.update, quiet)
+    loop = RunLoop(config, programs, logger, out_dir, stop, start.update, stop_after)
+    outcome = loop.run(state)
+    train_end = time.perf_counter()
+    best = best_setting(config, final_window(outcome.last_metrics)[0])
+    if outcome.kind == "finished" and out_dir is not None:
+        # every process takes part in both (collectives); process 0 writes
+        params = host_copy(outcome.state.params)
+        # ppo.normalize_obs: the observation moments go with the policy (else ())
+        obs_moments = host_copy(getattr(outcome.state.normalizer, "obs", ()))
+        export_policy(config, out_dir, params, best, obs_moments)
+        if is_main_process() and config.logging.log_video:
+            attach_episode(config, out_dir, params, logger, quiet, best, obs_moments)
+    return Ran(outcome, compile_seconds, train_end, best)
+
+
+def raise_if_cut_short(outcome: Outcome, stop: StopRequest, out_dir: Path | None) -> None:
+    """A run that did not finish ends by raising: NonFiniteError, StorageError or
+    Stopped (every completed update checkpointed)."""
     if outcome.kind == "nonfinite":
         raise NonFiniteError(outcome.message)
     if outcome.kind == "unrecorded":
@@ -199,20 +230,27 @@ def train_from(
     if outcome.kind == "stopped" or stop.requested:
         raise Stopped(outcome.update, out_dir)
 
+
+def result_of(
+    config: config_lib.Config, ran: Ran, start: StartPoint, logger: Any, out_dir: Path | None
+) -> RunResult:
+    """The RunResult of a finished run."""
+    outcome = ran.outcome
     final_returns, final_episodes = final_window(outcome.last_metrics)
     steps = (config.num_updates - start.update) * config.batch_size * config.num_members
+    main = is_main_process()
     return RunResult(
         out_dir=out_dir,
         final_state=outcome.state,
-        compile_seconds=compile_seconds,
+        compile_seconds=ran.compile_seconds,
         train_seconds=outcome.seconds,
-        train_end=train_end,
+        train_end=ran.train_end,
         env_steps_per_second=steps / max(outcome.seconds, 1e-9),
         final_returns=final_returns,
         final_episodes=final_episodes,
         metrics=metric_history(out_dir if main else None, logger, members_of(config)),
         settings=config.settings if config.is_sweep else (),
-        best_setting=best,
+        best_setting=ran.best,
     )
 
 

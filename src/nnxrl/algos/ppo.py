@@ -150,15 +150,12 @@ def train_update(run_state: RunState, hp: Hyperparams, *, s: PPOStatic) -> tuple
 def collect_rollout(
     run_state: RunState, s: PPOStatic
 ) -> tuple[RunState, Transition, jax.Array, jax.Array]:
-    """Act for T steps in every env. Returns the advanced state, the Transitions
-    [T, B], V(obs) [B, K] for the observation after the last step, and the raw
-    observations [T, B, ...] when they are normalised ([0] otherwise). The network
-    sees observations normalised with the moments from before the rollout.
-
-    V(final obs), the bootstrap of a time-limit truncation, comes from one more
-    recurrent step from the new hidden state (same episode) inside the scan; a
-    feed-forward critic evaluates all T x B final observations in one batched pass
-    after it (measured faster than a small pass per step: ``benchmarks/ab.py``)."""
+    """Act for T steps in every env (observations normalised with the moments from
+    before the rollout): the advanced state, the Transitions [T, B], V(obs) [B, K] of
+    the observation after the last step, and the raw observations [T, B, ...] when
+    they are normalised ([0] otherwise). V(final obs), a truncation's bootstrap, is one
+    more recurrent step from the new hidden state inside the scan, or for a
+    feed-forward critic one batched pass over all T x B after it (measured faster)."""
     model = nnx.merge(s.graphdef, run_state.params)
     see = partial(observe, run_state.normalizer.obs, clip=s.obs_clip)
     keep_raw = isinstance(run_state.normalizer.obs, Moments)

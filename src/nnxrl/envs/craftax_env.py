@@ -16,6 +16,9 @@ among the envs that finished (the optimistic reset of the Craftax baselines).
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
@@ -50,6 +53,8 @@ def assign_resets(done: jax.Array, num_fresh: int) -> jax.Array:
 
 
 def make_craftax_env(env_id: str, num_envs: int, reset_ratio: int = 1) -> VecEnv:
+    """``num_envs`` Craftax worlds, ``num_envs // reset_ratio`` fresh ones generated
+    each step for the envs whose episode ended (optimistic resets)."""
     from craftax.craftax_env import make_craftax_env_from_name
 
     if "Pixels" in env_id:  # pixel observations are drawn from the textures
@@ -58,53 +63,69 @@ def make_craftax_env(env_id: str, num_envs: int, reset_ratio: int = 1) -> VecEnv
     params = env.default_params
     # The same env with an unreachable time limit tells death from the time limit.
     no_limit = params.replace(max_timesteps=jnp.iinfo(jnp.int32).max)
-    num_fresh = num_envs // reset_ratio
-    if "Classic" in env_id:
-        from craftax.craftax_classic.constants import Achievement
-    else:
-        from craftax.craftax.constants import Achievement
-    achievement_names = tuple(a.name.lower() for a in Achievement)
-
-    def reset_one(key):
-        obs, state = env.reset(key, params)
-        return obs.astype(jnp.float32), state
-
-    def reset(key: jax.Array):
-        return generate_worlds(reset_one, jax.random.split(key, num_envs))
-
-    def step_one(key, state, action):
-        obs, state, reward, done, _ = env.step(key, state, action, params)
-        terminated = env.is_terminal(state, no_limit)
-        return obs.astype(jnp.float32), state, reward, done, terminated
-
-    def step(key: jax.Array, state, action: jax.Array):
-        step_key, reset_key = jax.random.split(key)
-        obs, stepped, reward, done, terminated = jax.vmap(step_one)(
-            jax.random.split(step_key, num_envs), state, action
-        )
-        fresh_obs, fresh = generate_worlds(reset_one, jax.random.split(reset_key, num_fresh))
-        pick = assign_resets(done, num_fresh)
-
-        def choose(fresh_leaf, stepped_leaf):
-            mask = done.reshape((-1,) + (1,) * (stepped_leaf.ndim - 1))
-            return jnp.where(mask, fresh_leaf[pick], stepped_leaf)
-
-        next_state = jax.tree.map(choose, fresh, stepped)
-        next_obs = choose(fresh_obs, obs)
-        return next_state, EnvStep(
-            obs=next_obs,
-            reward=reward.astype(jnp.float32),
-            terminated=terminated,
-            truncated=jnp.logical_and(done, ~terminated),
-            final_obs=obs,
-            episode={"achievements": stepped.achievements.astype(jnp.float32)},
-        )
-
+    reset_one = partial(reset_world, env, params)
+    step_one = partial(step_world, env, params, no_limit)
     spec = EnvSpec(
         id=env_id,
         obs_shape=tuple(env.observation_space(params).shape),
         num_actions=int(env.num_actions),
-        achievement_names=achievement_names,
+        achievement_names=achievement_names(env_id),
         cpu_options=YNN_DOT_ONLY,
     )
+    reset = partial(reset_worlds, reset_one, num_envs)
+    step = partial(step_worlds, reset_one, step_one, num_envs, num_envs // reset_ratio)
     return VecEnv(spec=spec, num_envs=num_envs, reset=reset, step=step)
+
+
+def achievement_names(env_id: str) -> tuple[str, ...]:
+    """The achievements of Craftax-Classic or of Craftax, in the env's order."""
+    if "Classic" in env_id:
+        from craftax.craftax_classic.constants import Achievement
+    else:
+        from craftax.craftax.constants import Achievement
+    return tuple(a.name.lower() for a in Achievement)
+
+
+def reset_world(env: Any, params: Any, key: jax.Array) -> tuple[jax.Array, Any]:
+    obs, state = env.reset(key, params)
+    return obs.astype(jnp.float32), state
+
+
+def step_world(env: Any, params: Any, no_limit: Any, key: jax.Array, state: Any, action: Any):
+    """One world's step: (obs, state, reward, done, terminated: done but not by the
+    time limit)."""
+    obs, state, reward, done, _ = env.step(key, state, action, params)
+    terminated = env.is_terminal(state, no_limit)
+    return obs.astype(jnp.float32), state, reward, done, terminated
+
+
+def reset_worlds(reset_one: Any, num_envs: int, key: jax.Array) -> tuple[jax.Array, Any]:
+    return generate_worlds(reset_one, jax.random.split(key, num_envs))
+
+
+def step_worlds(
+    reset_one: Any, step_one: Any, num_envs: int, num_fresh: int, key: jax.Array, state, action
+) -> tuple[Any, EnvStep]:
+    """Step every world; those whose episode ended take one of ``num_fresh`` freshly
+    generated worlds (``assign_resets``)."""
+    step_key, reset_key = jax.random.split(key)
+    obs, stepped, reward, done, terminated = jax.vmap(step_one)(
+        jax.random.split(step_key, num_envs), state, action
+    )
+    fresh_obs, fresh = generate_worlds(reset_one, jax.random.split(reset_key, num_fresh))
+    pick = assign_resets(done, num_fresh)
+
+    def choose(fresh_leaf, stepped_leaf):
+        mask = done.reshape((-1,) + (1,) * (stepped_leaf.ndim - 1))
+        return jnp.where(mask, fresh_leaf[pick], stepped_leaf)
+
+    next_state = jax.tree.map(choose, fresh, stepped)
+    next_obs = choose(fresh_obs, obs)
+    return next_state, EnvStep(
+        obs=next_obs,
+        reward=reward.astype(jnp.float32),
+        terminated=terminated,
+        truncated=jnp.logical_and(done, ~terminated),
+        final_obs=obs,
+        episode={"achievements": stepped.achievements.astype(jnp.float32)},
+    )

@@ -24,62 +24,82 @@ def members_of(config) -> Members:
 def make_backend(
     name: str, config, out_dir: Path, mlflow_run_id: str | None = None, start_update: int = 0
 ) -> Backend:
+    """The backend ``name`` (``logging.backends``) for a run of ``config``."""
+    if name not in _BACKENDS:
+        raise ValueError(f"unknown logging backend {name!r}")
+    return _BACKENDS[name](config, out_dir, mlflow_run_id, start_update)
+
+
+def _console(config, out_dir: Path, mlflow_run_id: str | None, start_update: int) -> Backend:
+    from nnxrl.logging.console import ConsoleBackend
+
+    resume = None
+    if out_dir is not None and config.checkpoint.enabled:
+        resume = f"nnxrl train --resume {out_dir}"
+    return ConsoleBackend(
+        config.num_updates,
+        config.logging.print_every,
+        return_window=config.logging.return_window,
+        resume_command=resume,
+        num_settings=len(config.settings),
+    )
+
+
+def _mlflow(config, out_dir: Path, mlflow_run_id: str | None, start_update: int) -> Backend:
     from nnxrl import config as config_lib
+    from nnxrl.logging.mlflow_tracker import MlflowBackend
 
-    if name == "console":
-        from nnxrl.logging.console import ConsoleBackend
+    return MlflowBackend(
+        out_dir,
+        config_lib.to_dict(config),
+        config.logging.mlflow_tracking_uri,
+        config.logging.mlflow_experiment,
+        out_dir.name,
+        run_id=mlflow_run_id,
+        start_update=start_update,
+        tags=run_tags(config, out_dir),
+        num_seeds=config.num_seeds,
+        num_updates=config.num_updates,
+        points=config.logging.tracker_points,
+        sweep=config.is_sweep,
+    )
 
-        resume = None
-        if out_dir is not None and config.checkpoint.enabled:
-            resume = f"nnxrl train --resume {out_dir}"
-        return ConsoleBackend(
-            config.num_updates,
-            config.logging.print_every,
-            return_window=config.logging.return_window,
-            resume_command=resume,
-            num_settings=len(config.settings),
-        )
-    if name == "mlflow":
-        from nnxrl.logging.mlflow_tracker import MlflowBackend
 
-        return MlflowBackend(
-            out_dir,
-            config_lib.to_dict(config),
-            config.logging.mlflow_tracking_uri,
-            config.logging.mlflow_experiment,
-            out_dir.name,
-            run_id=mlflow_run_id,
-            start_update=start_update,
-            tags=run_tags(config, out_dir),
-            num_seeds=config.num_seeds,
-            num_updates=config.num_updates,
-            points=config.logging.tracker_points,
-            sweep=config.is_sweep,
-        )
-    if name == "wandb":
-        from nnxrl.logging.wandb_tracker import WandbBackend
+def _wandb(config, out_dir: Path, mlflow_run_id: str | None, start_update: int) -> Backend:
+    from nnxrl import config as config_lib
+    from nnxrl.logging.wandb_tracker import WandbBackend
 
-        return WandbBackend(
-            out_dir,
-            config_lib.to_dict(config),
-            config.logging.wandb_project,
-            config.logging.wandb_mode,
-            out_dir.name,
-            tags=run_tags(config, out_dir),
-        )
-    if name == "tensorboard":
-        from nnxrl.logging.tensorboard_writer import TensorboardBackend
+    return WandbBackend(
+        out_dir,
+        config_lib.to_dict(config),
+        config.logging.wandb_project,
+        config.logging.wandb_mode,
+        out_dir.name,
+        tags=run_tags(config, out_dir),
+    )
 
-        return TensorboardBackend(
-            out_dir,
-            config_lib.to_dict(config),
-            tags=run_tags(config, out_dir),
-            num_seeds=config.num_seeds,
-            num_updates=config.num_updates,
-            points=config.logging.tracker_points,
-            start_update=start_update,
-        )
-    raise ValueError(f"unknown logging backend {name!r}")
+
+def _tensorboard(config, out_dir: Path, mlflow_run_id: str | None, start_update: int) -> Backend:
+    from nnxrl import config as config_lib
+    from nnxrl.logging.tensorboard_writer import TensorboardBackend
+
+    return TensorboardBackend(
+        out_dir,
+        config_lib.to_dict(config),
+        tags=run_tags(config, out_dir),
+        num_seeds=config.num_seeds,
+        num_updates=config.num_updates,
+        points=config.logging.tracker_points,
+        start_update=start_update,
+    )
+
+
+_BACKENDS = {
+    "console": _console,
+    "mlflow": _mlflow,
+    "wandb": _wandb,
+    "tensorboard": _tensorboard,
+}
 
 
 def make_logger(
