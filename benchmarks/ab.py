@@ -19,7 +19,7 @@ import sys
 
 MEASURE = r"""
 import json, sys, time
-from nnxrl.devices import use_cpu_devices
+from nnxrl.parallel.devices import use_cpu_devices
 use_cpu_devices()
 import jax
 from nnxrl import config as C
@@ -28,7 +28,7 @@ if "compile_cache" in C.Config.__dataclass_fields__:  # time cold compiles on bo
     overrides = [*overrides, "compile_cache.enabled=false"]
 config = C.load(path, overrides)
 try:
-    from nnxrl.programs import compile_programs
+    from nnxrl.run.programs import compile_programs
 except ImportError:  # trees from before programs.py
     from nnxrl.train import compile_programs
 t = time.perf_counter()

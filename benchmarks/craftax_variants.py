@@ -18,14 +18,14 @@ import argparse
 import statistics
 import time
 
-from nnxrl.devices import use_cpu_devices
+from nnxrl.parallel.devices import use_cpu_devices
 
 use_cpu_devices()  # before JAX starts, as the CLI does
 
 import jax  # noqa: E402
 
 from nnxrl import config as C  # noqa: E402
-from nnxrl.programs import compile_programs  # noqa: E402
+from nnxrl.run.programs import compile_programs  # noqa: E402
 
 VARIANTS = {  # name: (config, extra overrides)
     "PPO": ("configs/ppo-craftax-classic-symbolic.yaml", []),

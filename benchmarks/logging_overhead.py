@@ -16,13 +16,13 @@ import statistics
 import tempfile
 import time
 
-from nnxrl.devices import use_cpu_devices
+from nnxrl.parallel.devices import use_cpu_devices
 
 use_cpu_devices()
 
 from nnxrl import config as C  # noqa: E402
 from nnxrl.logging.console import ConsoleBackend  # noqa: E402
-from nnxrl.training import run_training  # noqa: E402
+from nnxrl.run.training import run_training  # noqa: E402
 
 
 class SleepyBackend:

@@ -126,16 +126,16 @@ def measure(library: str, seeds: int, cache_dir: str | None = None) -> dict:
 
 
 def run_nnxrl(seeds: int, cache_dir: str | None) -> dict:
-    from nnxrl.devices import use_cpu_devices
+    from nnxrl.parallel.devices import use_cpu_devices
 
     use_cpu_devices()  # as the CLI does: one CPU device per core
     import jax
     import numpy as np
 
     from nnxrl import config as config_lib
-    from nnxrl.evaluate import play_first_episodes
-    from nnxrl.policy import policy_of
-    from nnxrl.training import train
+    from nnxrl.agent.evaluate import play_first_episodes
+    from nnxrl.agent.policy import policy_of
+    from nnxrl.run.training import train
 
     cache = [f"compile_cache.dir={cache_dir}"] if cache_dir else ["compile_cache.enabled=false"]
     overrides = [f"num_seeds={seeds}", "logging.backends=[]", *cache]

@@ -27,7 +27,7 @@ os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
 import jax, jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec as P
 from nnxrl import config as C
-from nnxrl.programs import compile_programs
+from nnxrl.run.programs import compile_programs
 
 config = C.load("configs/ppo-cartpole.yaml", ["num_seeds=2", "total_env_steps=8192",
                                               "logging.backends=[]"])

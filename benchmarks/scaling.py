@@ -107,7 +107,7 @@ def measure(args, devices: int, processes: int, overrides: list[str], variant: s
 
 def worker(config_name: str, overrides: list[str]) -> None:
     import nnxrl
-    from nnxrl.mesh import make_layout
+    from nnxrl.parallel.mesh import make_layout
 
     config = nnxrl.load_config(config_name, overrides)
     layout = make_layout(config)

@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 import nnxrl
-from nnxrl.programs import compile_programs
+from nnxrl.run.programs import compile_programs
 
 BASE = ["logging.backends=[]", "checkpoint.enabled=false", "num_seeds=1"]
 

@@ -27,7 +27,7 @@ import statistics
 import tempfile
 import time
 
-from nnxrl.devices import use_cpu_devices
+from nnxrl.parallel.devices import use_cpu_devices
 
 use_cpu_devices()  # before JAX starts: one CPU device per core, as the CLI does
 
@@ -35,10 +35,10 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from nnxrl import config as C  # noqa: E402
-from nnxrl.compile_cache import use_compile_cache  # noqa: E402
 from nnxrl.envs import make_env  # noqa: E402
-from nnxrl.programs import compile_programs, compiler_options  # noqa: E402
-from nnxrl.training import run_training  # noqa: E402
+from nnxrl.run.compile_cache import use_compile_cache  # noqa: E402
+from nnxrl.run.programs import compile_programs, compiler_options  # noqa: E402
+from nnxrl.run.training import run_training  # noqa: E402
 
 NO_LOGGING = ["logging.backends=[]"]  # metrics.jsonl only: logging costs are in logging.py
 COLD = ["compile_cache.enabled=false"]  # every compile timed from scratch

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import nnxrl
-from nnxrl.chunk import train_chunk
+from nnxrl.run.chunk import train_chunk
 
 
 def main(total_env_steps: int = 100_000, rates=(1e-4, 3e-4, 1e-3, 3e-3)) -> np.ndarray:

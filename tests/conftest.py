@@ -21,7 +21,7 @@ import os
 
 import pytest
 
-from nnxrl.devices import use_cpu_devices
+from nnxrl.parallel.devices import use_cpu_devices
 
 use_cpu_devices()
 

@@ -18,9 +18,9 @@ import jax
 import numpy as np
 
 import nnxrl
-from nnxrl import checkpoint
-from nnxrl.mesh import host_copy
-from nnxrl.programs import compile_programs
+from nnxrl.parallel.mesh import host_copy
+from nnxrl.run import checkpoint
+from nnxrl.run.programs import compile_programs
 
 
 def main(argv: list[str]) -> None:

@@ -1,5 +1,6 @@
 """The public Python API: train from code (writing nothing, or a run directory), the
-result's arrays, acting with a saved policy, the version."""
+result's arrays, acting with a saved policy, evaluating, rendering and plotting, the
+version."""
 
 from __future__ import annotations
 
@@ -45,6 +46,21 @@ def test_a_saved_policy_acts_like_its_checkpoint(tmp_path):
         assert a.shape == (config.env.num_envs,) and hidden.shape == (config.env.num_envs, 16)
         again, _ = saved.act(obs, key, seed=seed, greedy=True, hidden=hidden)  # carried on
         assert again.shape == a.shape
+
+
+def test_evaluate_render_and_plot_are_functions(tmp_path):
+    """What eval, render and plot print or write, from code, with typed results."""
+    config = nnxrl.load_config(ROOT / "configs/ppo-cartpole.yaml", TINY)
+    nnxrl.train(config, tmp_path / "run")
+    policy = nnxrl.load_policy(tmp_path / "run" / "policy")
+    report = nnxrl.evaluate(policy, episodes=3, greedy=True)
+    assert isinstance(report, nnxrl.Evaluation) and report.actions == "greedy"
+    assert [row["episodes"] for row in report.seeds] == [3, 3]
+    assert all(row["return_mean"] >= 8 for row in report.seeds)  # CartPole lasts >= 8 steps
+    episode = nnxrl.render(policy, 1, tmp_path / "episode.gif", jax.random.key(0), greedy=True)
+    assert episode["frames"] == episode["length"] > 0 and (tmp_path / "episode.gif").is_file()
+    drawn = nnxrl.plot([tmp_path / "run"], out=tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").stat().st_size > 0 and drawn["labels"]
 
 
 def test_the_version_is_the_package_version():

@@ -16,7 +16,7 @@ from cli_runs import CARTPOLE, SHORT_CARTPOLE, sets
 
 from nnxrl import config as config_lib
 from nnxrl.cli import main
-from nnxrl.training import run_training
+from nnxrl.run.training import run_training
 
 SHORT = [*SHORT_CARTPOLE, "total_env_steps=2048"]  # 16 updates
 
@@ -166,7 +166,7 @@ def test_a_bad_jax_num_cpu_devices_is_named(value):
 
 def test_process_group_variables_are_checked(monkeypatch):
     from nnxrl.config import DistributedConfig
-    from nnxrl.devices import process_group
+    from nnxrl.parallel.devices import process_group
 
     monkeypatch.setenv("JAX_COORDINATOR_ADDRESS", "127.0.0.1:1234")
     monkeypatch.setenv("NNXRL_NUM_PROCESSES", "abc")

@@ -1,4 +1,4 @@
-"""A chunk of updates as one guarded scan (nnxrl.chunk): the first non-finite update
+"""A chunk of updates as one guarded scan (nnxrl.run.chunk): the first non-finite update
 of any seed freezes every seed at its last good state and is reported."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from nnxrl.chunk import SEED_AXIS, all_finite, train_chunk
+from nnxrl.run.chunk import SEED_AXIS, all_finite, train_chunk
 
 
 @struct.dataclass

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from nnxrl import config as config_lib
-from nnxrl.compile_cache import default_cache_dir
+from nnxrl.run.compile_cache import default_cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")

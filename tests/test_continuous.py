@@ -14,13 +14,13 @@ import pytest
 from scipy import stats
 
 import nnxrl
-from nnxrl import checkpoint
 from nnxrl import config as config_lib
+from nnxrl.agent.policy import policy_of
 from nnxrl.algos.normalization import init_normalizer, scale_rewards, update_obs
 from nnxrl.cli import main
 from nnxrl.logging.jsonl import read_records
 from nnxrl.networks import DiagGaussian, TanhGaussian
-from nnxrl.policy import policy_of
+from nnxrl.run import checkpoint
 
 ROOT = Path(__file__).parents[1]
 PENDULUM = str(ROOT / "configs/ppo-pendulum.yaml")

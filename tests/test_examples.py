@@ -68,7 +68,7 @@ def test_a_hand_written_loop_learns(monkeypatch):
 @pytest.mark.parametrize("config", ["ppo-cartpole", "pqn-cartpole"])
 def test_a_registered_network_kind_is_trained_by_ppo_and_pqn_from_yaml(tmp_path, config):
     """examples/custom_network.py needs nothing from the core but registration."""
-    from nnxrl.policy import load_policy, param_paths
+    from nnxrl.agent.policy import load_policy, param_paths
 
     out = tmp_path / config
     args = ["--plugin", "examples/custom_network.py", "train", f"configs/{config}.yaml"]
@@ -84,7 +84,7 @@ def test_a_registered_network_kind_is_trained_by_ppo_and_pqn_from_yaml(tmp_path,
 def test_a_network_kinds_options_are_checked_by_name(capsys):
     base = ["--plugin", "examples/custom_network.py", "train", "configs/ppo-cartpole.yaml"]
     assert cli(base + ["--set", "network.kind=resmpl"]) == 2
-    assert "did you mean 'resmlp'?" in capsys.readouterr().err
+    assert "did you mean resmlp?" in capsys.readouterr().err
     assert cli(base + ["--set", "network.kind=resmlp", "--set", "network.options={blocks: 2}"]) == 2
     assert "network.options.blocks" in capsys.readouterr().err
     assert cli(base + ["--set", "network.options={num_blocks: 2}"]) == 2

@@ -133,8 +133,8 @@ def test_every_error_class_is_in_the_errors_module():
 
 
 # The core: what an algorithm is made of. It may import itself, the env and add-on
-# interfaces, the optimiser, the shared types, the schema's `setting` and the error
-# classes, never the
+# interfaces, the optimiser, the shared types, the schema's `setting`, the error
+# classes and the deferred imports, never the
 # host side (config, mesh, devices, logging, sweeps, the run): an algorithm is built
 # from its own settings and the facts passed in.
 CORE = ("nnxrl.algos", "nnxrl.networks", "nnxrl.ops")
@@ -146,6 +146,7 @@ CORE_MAY_IMPORT = (
     "nnxrl.types",
     "nnxrl.schema",
     "nnxrl.errors",
+    "nnxrl.lazy",
 )
 
 
@@ -182,7 +183,8 @@ def test_an_upward_import_is_found():
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nnxrl.config import Config\n"
     )
     assert upward_imports(source) == ["nnxrl.config"]
-    assert upward_imports("from nnxrl import mesh, optim\n") == ["nnxrl.mesh"]
+    assert upward_imports("from nnxrl import config, optim\n") == ["nnxrl.config"]
+    assert upward_imports("from nnxrl.parallel import mesh\n") == ["nnxrl.parallel"]
     assert upward_imports("from nnxrl.ops.gae import episodic_gae\nimport jax\n") == []
 
 

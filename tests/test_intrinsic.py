@@ -14,13 +14,13 @@ from cli_runs import TINY_CARTPOLE, TINY_CRAFTAX, train
 from flax import struct
 
 from nnxrl import config as config_lib
-from nnxrl.algorithms import hyperparams_from
 from nnxrl.algos.ppo import Transition, gae_per_stream
 from nnxrl.cli import main
 from nnxrl.config import setting
 from nnxrl.intrinsic import AddonContext, Experience, make_addon, register
 from nnxrl.intrinsic.base import Addon
 from nnxrl.intrinsic.e3b import elliptical_bonus
+from nnxrl.run.algorithms import hyperparams_from
 
 
 def context(obs_shape=(6,), num_actions=3, num_envs=8, **kw):

@@ -14,7 +14,7 @@ import pytest
 from nnxrl import config as C
 from nnxrl.logging.mlflow_tracker import local_store_uri
 from nnxrl.logging.records import aggregate, chunk_to_records
-from nnxrl.training import run_training
+from nnxrl.run.training import run_training
 
 TINY = ["total_env_steps=2048", "ppo.num_steps=32", "num_seeds=2", "logging.updates_per_chunk=2"]
 
@@ -133,7 +133,7 @@ def test_mlflow_local_store_matches_jsonl(tmp_path):
     assert not any(k.startswith("pqn.") for k in run.data.params)  # the unused section
     tags = run.data.tags
     assert tags["nnxrl.algo"] == "ppo" and tags["nnxrl.env"] == "CartPole-v1"
-    assert tags["nnxrl.run_dir"] == str(out.resolve()) and tags["nnxrl.version"]
+    assert tags["nnxrl.run.run_dir"] == str(out.resolve()) and tags["nnxrl.version"]
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
     if head.returncode == 0:  # the tests run inside the repository
         assert tags["git.commit"] == tags["mlflow.source.git.commit"] == head.stdout.strip()

@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nnxrl import checkpoint
 from nnxrl import config as config_lib
-from nnxrl.devices import process_group
-from nnxrl.mesh import make_layout, mesh_shape, split_envs
-from nnxrl.programs import compile_programs
+from nnxrl.parallel.devices import process_group
+from nnxrl.parallel.mesh import make_layout, mesh_shape, split_envs
+from nnxrl.run import checkpoint
+from nnxrl.run.programs import compile_programs
 from nnxrl.schema import ConfigError
 
 WORKER = Path(__file__).with_name("mesh_worker.py")

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from nnxrl import config as C
-from nnxrl.training import run_training
+from nnxrl.run.training import run_training
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["total_env_steps=2048", "ppo.num_steps=32", "num_seeds=2", "logging.backends=[mlflow]"]

@@ -158,7 +158,7 @@ def test_a_store_deleted_mid_run_gets_the_whole_run_at_the_end(tmp_path, capfd):
 
     from nnxrl import config as config_lib
     from nnxrl.logging.mlflow_tracker import local_store_path, local_store_uri
-    from nnxrl.training import run_training
+    from nnxrl.run.training import run_training
 
     run = tmp_path / "runs" / "run"
     store = local_store_path(run)

@@ -15,7 +15,7 @@ from cli_runs import CARTPOLE, SHORT_CARTPOLE, sets
 from nnxrl import config as config_lib
 from nnxrl.cli import main
 from nnxrl.errors import Stopped
-from nnxrl.training import run_training
+from nnxrl.run.training import run_training
 
 SHORT = SHORT_CARTPOLE
 
@@ -152,8 +152,8 @@ def test_a_run_without_checkpoints_refuses_a_resume_from_an_edited_config(tmp_pa
 def test_config_yaml_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     import os
 
-    from nnxrl import own_files
     from nnxrl.errors import StorageError
+    from nnxrl.run import own_files
 
     path = tmp_path / "config.yaml"
     path.write_text("seed: 3\n")

@@ -7,7 +7,7 @@ import numpy as np
 import yaml
 
 from nnxrl.cli import main
-from nnxrl.plot import across_seeds, plot_runs, smooth_trailing
+from nnxrl.plots import across_seeds, plot_runs, smooth_trailing
 
 
 def fake_run(path, returns, batch_size, env="CartPole-v1", algo="ppo", with_window=True):

@@ -1,4 +1,4 @@
-"""Saved policies (nnxrl.policy), without training: a policy acts by its head (an
+"""Saved policies (nnxrl.agent.policy), without training: a policy acts by its head (an
 actor-critic samples, a Q-network is epsilon-greedy), and saving then loading gives
 the same actions, also from a policy.yaml written before heads were recorded."""
 
@@ -14,9 +14,9 @@ import yaml
 from flax import nnx
 
 from nnxrl import config as config_lib
+from nnxrl.agent.policy import load_policy, policy_of, save_policy
 from nnxrl.envs import env_spec
 from nnxrl.networks import build_network
-from nnxrl.policy import load_policy, policy_of, save_policy
 
 SMALL = ["network.width=8", "num_seeds=2"]
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from nnxrl import config as C
-from nnxrl.algorithms import hyperparams_from, make_algorithm
-from nnxrl.chunk import train_chunk
 from nnxrl.envs import make_env
+from nnxrl.run.algorithms import hyperparams_from, make_algorithm
+from nnxrl.run.chunk import train_chunk
 
 TINY = [
     "total_env_steps=512",

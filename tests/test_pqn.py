@@ -12,13 +12,13 @@ from cli_runs import TINY_PQN_CARTPOLE, TINY_PQN_CRAFTAX, train
 from flax import nnx
 
 from nnxrl import config as config_lib
-from nnxrl.algorithms import hyperparams_from
+from nnxrl.agent.policy import load_policy
 from nnxrl.algos.pqn import exploration_epsilon
 from nnxrl.cli import main
 from nnxrl.config import ConfigError, NetworkConfig
 from nnxrl.envs import env_spec
 from nnxrl.networks import build_network, greedy_values
-from nnxrl.policy import load_policy
+from nnxrl.run.algorithms import hyperparams_from
 
 PQN_CARTPOLE = "configs/pqn-cartpole.yaml"
 

@@ -7,8 +7,8 @@ from PIL import Image
 
 import nnxrl
 from nnxrl import config as C
-from nnxrl.policy import policy_of
-from nnxrl.render import render_episode
+from nnxrl.agent.policy import policy_of
+from nnxrl.agent.render import render_episode
 
 TINY = [
     "env.num_envs=4",

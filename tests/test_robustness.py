@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 from cli_runs import CARTPOLE, SHORT_CARTPOLE, sets
 
-from nnxrl import checkpoint
 from nnxrl import config as config_lib
 from nnxrl.cli import main
 from nnxrl.errors import Stopped, StorageError
 from nnxrl.logging.jsonl import JsonlBackend
-from nnxrl.training import run_training
+from nnxrl.run import checkpoint
+from nnxrl.run.training import run_training
 
 ROOT = Path(__file__).parents[1]
 # 160 updates of 4 envs x 32 steps, in chunks of 4, checkpointed every 8
@@ -159,7 +159,7 @@ SLOW_FLUSH = """
 import sys, time
 from nnxrl import config as config_lib
 from nnxrl.errors import Stopped
-from nnxrl.training import run_training
+from nnxrl.run.training import run_training
 
 class Slow:
     name = "slow"

@@ -1,4 +1,4 @@
-"""Where a run starts (nnxrl.run_dir), from the files alone, without training: a
+"""Where a run starts (nnxrl.run.run_dir), from the files alone, without training: a
 fresh directory, one that already holds a run, a resume whose config changed, a
 checkpoint that does not exist, and paths that cannot be written."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from nnxrl import config as config_lib
-from nnxrl import run_dir
 from nnxrl.errors import CheckpointError, ConfigError
+from nnxrl.run import run_dir
 
 CONFIG = config_lib.from_dict({}, ["total_env_steps=2048", "ppo.num_steps=32"])
 

@@ -14,13 +14,14 @@ import pytest
 from jax.sharding import PartitionSpec
 
 import nnxrl
-from nnxrl import checkpoint, sweep
 from nnxrl import config as config_lib
-from nnxrl.algorithms import hyperparams_from as hyperparams_for
+from nnxrl.agent.policy import load_policy
 from nnxrl.cli import main
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import records_to_arrays
-from nnxrl.policy import load_policy
+from nnxrl.run import checkpoint
+from nnxrl.run.algorithms import hyperparams_from as hyperparams_for
+from nnxrl.sweeps import space as sweep
 
 ROOT = Path(__file__).parents[1]
 CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
@@ -204,7 +205,7 @@ def test_eval_and_export_take_a_setting(sweep_run, tmp_path, capsys):
 
 
 def test_the_population_is_split_over_the_mesh():
-    from nnxrl.programs import compile_programs
+    from nnxrl.run.programs import compile_programs
 
     config = nnxrl.load_config(
         CARTPOLE, [*SMALL, *GRID, "logging.backends=[]", "checkpoint.enabled=false"]
@@ -314,7 +315,9 @@ def test_allow_recompile_trains_each_program_in_turn(tmp_path, capsys):
         config_lib.load(CARTPOLE, overrides)
     config = config_lib.load(CARTPOLE, [*overrides, "sweep.allow_recompile=true"])
     out = tmp_path / "groups"
-    results = nnxrl.train(config, out, quiet=False)
+    with pytest.raises(config_lib.ConfigError, match=r"nnxrl.train_groups\(config, out_dir\)"):
+        nnxrl.train(config, out)  # several programs: train refuses, naming train_groups
+    results = nnxrl.train_groups(config, out, quiet=False)
     said = capsys.readouterr().out
     assert "network.width change the compiled program" in said and "2 programs" in said
     assert isinstance(results, list) and len(results) == 2
@@ -364,7 +367,7 @@ def test_the_shipped_sweep_config_is_one_program_of_32_members():
 
 
 def test_plot_draws_one_curve_per_setting(sweep_run, tmp_path):
-    from nnxrl.plot import load_runs
+    from nnxrl.plots import load_runs
 
     runs = load_runs(sweep_run)
     assert [r.name for r in runs] == [f"run/setting_{k}" for k in range(4)]

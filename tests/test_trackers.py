@@ -8,7 +8,7 @@ import pytest
 
 from nnxrl import config as C
 from nnxrl.logging.mlflow_tracker import local_store_uri
-from nnxrl.training import run_training
+from nnxrl.run.training import run_training
 
 TINY = ["total_env_steps=2048", "ppo.num_steps=32", "num_seeds=2", "logging.updates_per_chunk=2"]
 

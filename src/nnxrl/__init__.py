@@ -21,20 +21,22 @@ The public Python API (docs/python-api.md); each name is imported when first rea
   PPOSettings(...), env, RunFacts(num_updates))`` (or ``make_pqn``, with
   ``PQNSettings``; ``network=``, ``addon=``, ``streams=RewardStreams(...)`` optional)
   and ``ppo.hyperparams(settings)``;
-- policies: ``load_policy(dir)``, ``policy_from_checkpoint(run_dir)``, ``Policy.act``.
+- policies: ``load_policy(dir)``, ``policy_from_checkpoint(run_dir)``, ``Policy.act``;
+  ``evaluate(policy, episodes)`` -> ``Evaluation``, ``render(policy, seed, out, key)``
+  (a GIF), ``plot(run_dirs, metrics, out)`` (learning curves with bootstrap bands).
 """
 
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
-import nnxrl.jax_variables  # noqa: F401  (first, before JAX: see the module)
+import nnxrl.parallel.jax_variables  # noqa: F401  (first, before JAX: see the module)
 from nnxrl.lazy import exports
 
 # Each public name and the module it comes from, imported when first read: so that
 # ``import nnxrl`` and reading a config import neither JAX nor an env suite.
 _EXPORTS = {
-    "hyperparams_from": "nnxrl.algorithms",
-    "make_algorithm": "nnxrl.algorithms",
+    "hyperparams_from": "nnxrl.run.algorithms",
+    "make_algorithm": "nnxrl.run.algorithms",
     "make_ppo": "nnxrl.algos.ppo",
     "make_pqn": "nnxrl.algos.pqn",
     "register_algorithm": "nnxrl.algos.registry",
@@ -46,7 +48,7 @@ _EXPORTS = {
     "ConfigError": "nnxrl.errors",
     "config_from_dict": "nnxrl.config:from_dict",
     "load_config": "nnxrl.config:load",
-    "use_cpu_devices": "nnxrl.devices",
+    "use_cpu_devices": "nnxrl.parallel.devices",
     "EnvSpec": "nnxrl.envs",
     "EnvStep": "nnxrl.envs",
     "VecEnv": "nnxrl.envs",
@@ -59,18 +61,24 @@ _EXPORTS = {
     "addon_for": "nnxrl.intrinsic",
     "register_addon": "nnxrl.intrinsic:register",
     "register_network": "nnxrl.networks.registry",
-    "Policy": "nnxrl.policy",
-    "load_policy": "nnxrl.policy",
-    "policy_from_checkpoint": "nnxrl.policy",
+    "Evaluation": "nnxrl.agent.evaluate",
+    "evaluate": "nnxrl.agent.evaluate",
+    "render": "nnxrl.agent.render:render_episode",
+    "plot": "nnxrl.plots:plot_runs",
+    "Policy": "nnxrl.agent.policy",
+    "load_policy": "nnxrl.agent.policy",
+    "policy_from_checkpoint": "nnxrl.agent.policy",
     "setting": "nnxrl.schema",
-    "RunResult": "nnxrl.training",
-    "train": "nnxrl.training",
-    "train_groups": "nnxrl.sweep_groups",
+    "RunResult": "nnxrl.run.training",
+    "train": "nnxrl.run.training",
+    "train_groups": "nnxrl.sweeps.groups",
 }
 __getattr__ = exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
-    from nnxrl.algorithms import hyperparams_from, make_algorithm
+    from nnxrl.agent.evaluate import Evaluation, evaluate
+    from nnxrl.agent.policy import Policy, load_policy, policy_from_checkpoint
+    from nnxrl.agent.render import render_episode as render
     from nnxrl.algos.ppo import make_ppo
     from nnxrl.algos.pqn import make_pqn
     from nnxrl.algos.registry import register_algorithm
@@ -78,16 +86,17 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.config import Config
     from nnxrl.config import from_dict as config_from_dict
     from nnxrl.config import load as load_config
-    from nnxrl.devices import use_cpu_devices
     from nnxrl.envs import EnvSpec, EnvStep, VecEnv, from_single, make_env, register_env
     from nnxrl.errors import ConfigError
     from nnxrl.intrinsic import Addon, AddonContext, Experience, addon_for
     from nnxrl.intrinsic import register as register_addon
     from nnxrl.networks.registry import register_network
-    from nnxrl.policy import Policy, load_policy, policy_from_checkpoint
+    from nnxrl.parallel.devices import use_cpu_devices
+    from nnxrl.plots import plot_runs as plot
+    from nnxrl.run.algorithms import hyperparams_from, make_algorithm
+    from nnxrl.run.training import RunResult, train
     from nnxrl.schema import setting
-    from nnxrl.sweep_groups import train_groups
-    from nnxrl.training import RunResult, train
+    from nnxrl.sweeps.groups import train_groups
 
 
 def __dir__() -> list[str]:
@@ -112,6 +121,7 @@ __all__ = [
     "PQNSettings",
     "RewardStreams",
     "RunFacts",
+    "Evaluation",
     "Policy",
     "RunResult",
     "VecEnv",
@@ -126,7 +136,10 @@ __all__ = [
     "make_env",
     "make_ppo",
     "make_pqn",
+    "evaluate",
+    "plot",
     "policy_from_checkpoint",
+    "render",
     "register_addon",
     "register_algorithm",
     "register_env",

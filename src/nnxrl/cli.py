@@ -25,15 +25,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from nnxrl import config as config_lib
-from nnxrl.devices import is_main_process, use_cpu_devices
+from nnxrl.parallel.devices import is_main_process, use_cpu_devices
 
 
 def _train(args: argparse.Namespace) -> int:
     """``nnxrl train``: read and check the config (before --out is touched), train it
     with ``nnxrl.train`` (or ``nnxrl.train_groups``, a sweep of several programs),
     then say how it went and what to run next."""
-    from nnxrl.sweep_groups import needs_groups, train_groups
-    from nnxrl.training import train
+    from nnxrl.run.training import train
+    from nnxrl.sweeps.groups import needs_groups, train_groups
 
     config, out_dir = _train_target(args)
     main = is_main_process()  # in a multi-process run the others stay silent
@@ -66,8 +66,8 @@ def _train_target(args: argparse.Namespace) -> tuple[config_lib.Config, Any]:
     one (created), or the run ``--resume`` continues."""
     from pathlib import Path
 
-    from nnxrl.run_dir import default_out_dir, ensure_writable_dir
-    from nnxrl.training import prepare
+    from nnxrl.run.run_dir import default_out_dir, ensure_writable_dir
+    from nnxrl.run.training import prepare
 
     if args.resume:
         if args.out:
@@ -93,7 +93,7 @@ def _train_target(args: argparse.Namespace) -> tuple[config_lib.Config, Any]:
 def print_outcome(config: config_lib.Config, out_dir: Any, result: Any) -> None:
     """After training: the times and each seed's return (a sweep: its best setting),
     and the command that evaluates the policy."""
-    from nnxrl.sweep_report import report as sweep_report
+    from nnxrl.sweeps.report import report as sweep_report
 
     if result is not None:  # one program (a sweep of several reports per group)
         print(
@@ -127,8 +127,8 @@ def _load_policy(
     import dataclasses
     from pathlib import Path
 
-    from nnxrl.policy import load_policy, policy_from_checkpoint
-    from nnxrl.sweep_report import setting_run_dir
+    from nnxrl.agent.policy import load_policy, policy_from_checkpoint
+    from nnxrl.sweeps.report import setting_run_dir
 
     if (Path(path) / "policy.yaml").is_file():
         if step is not None:
@@ -153,13 +153,13 @@ def _load_policy(
 
 
 def _eval(args: argparse.Namespace) -> int:
-    """``nnxrl eval``: ``nnxrl.evaluate`` of a run's (or a saved) policy, as a table
+    """``nnxrl eval``: ``nnxrl.agent.evaluate`` of a run's (or a saved) policy, as a table
     and as JSON."""
     import json
     from pathlib import Path
 
-    from nnxrl.evaluate import MAX_ENVS_AT_ONCE, evaluate
-    from nnxrl.run_dir import ensure_writable_file
+    from nnxrl.agent.evaluate import MAX_ENVS_AT_ONCE, evaluate
+    from nnxrl.run.run_dir import ensure_writable_file
 
     if args.json:
         ensure_writable_file(args.json, "--json")
@@ -203,8 +203,8 @@ def print_evaluation(report: Any) -> None:
 def _render(args: argparse.Namespace) -> int:
     import jax
 
-    from nnxrl.render import render_episode
-    from nnxrl.run_dir import ensure_writable_file
+    from nnxrl.agent.render import render_episode
+    from nnxrl.run.run_dir import ensure_writable_file
 
     ensure_writable_file(args.out, "--out")
     policy = _load_policy(args.run, args.step, args.epsilon, args.setting)
@@ -226,10 +226,11 @@ def _export(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
     from pathlib import Path
 
-    from nnxrl import own_files, run_lock
-    from nnxrl.policy import policy_from_checkpoint, save_policy
-    from nnxrl.run_dir import ensure_writable_dir
-    from nnxrl.sweep_report import setting_run_dir
+    from nnxrl.agent.policy import policy_from_checkpoint, save_policy
+    from nnxrl.run import lock as run_lock
+    from nnxrl.run import own_files
+    from nnxrl.run.run_dir import ensure_writable_dir
+    from nnxrl.sweeps.report import setting_run_dir
 
     run = setting_run_dir(args.run, args.setting)
     out = Path(args.out or Path(args.run) / "policy")
@@ -245,15 +246,15 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _sweep_report(args: argparse.Namespace) -> int:
-    from nnxrl.sweep_report import report
+    from nnxrl.sweeps.report import report
 
     report(args.run, write=not args.no_write)
     return 0
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from nnxrl.plot import DEFAULT_METRIC, plot_runs
-    from nnxrl.run_dir import ensure_writable_file
+    from nnxrl.plots import DEFAULT_METRIC, plot_runs
+    from nnxrl.run.run_dir import ensure_writable_file
 
     ensure_writable_file(args.out, "--out")
     metrics = args.metric or [DEFAULT_METRIC]

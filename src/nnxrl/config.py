@@ -10,7 +10,6 @@ binds what it needs with ``functools.partial`` at build time.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,13 +19,13 @@ from typing import Any, Literal
 import yaml
 
 from nnxrl import schema
-from nnxrl import sweep as sweep_lib
-from nnxrl.algos.registry import algorithm, algorithm_settings
+from nnxrl.algos.registry import REGISTER, algorithm, algorithm_settings
 from nnxrl.algos.settings import PPOSettings as PPOConfig
 from nnxrl.algos.settings import PQNSettings as PQNConfig
 from nnxrl.networks.registry import check_network, network_kind
 from nnxrl.networks.settings import NetworkSettings as NetworkConfig
 from nnxrl.schema import ConfigError, parse_yaml, setting, to_dict
+from nnxrl.sweeps import space as sweep_lib
 
 __all__ = ["Config", "ConfigError", "from_dict", "load", "dump", "to_dict", "setting"]
 
@@ -296,10 +295,7 @@ class Config:
     env: EnvConfig = _section(EnvConfig, "Environment and batching.")
     network: NetworkConfig = _section(NetworkConfig, "Actor and critic networks.")
     algo_config: Any = schema.chosen_section(
-        "algo",
-        algorithm_settings,
-        "The chosen algorithm's settings, under its name.",
-        register="register more with nnxrl.register_algorithm in a file given to --plugin",
+        "algo", algorithm_settings, "The chosen algorithm's settings, under its name.", REGISTER
     )
     intrinsic: IntrinsicConfig = _section(IntrinsicConfig, "Intrinsic-motivation add-on.")
     logging: LoggingConfig = _section(LoggingConfig, "Host-side hand-off and printing.")
@@ -353,7 +349,7 @@ class Config:
 
     @cached_property
     def settings(self) -> tuple[tuple[int, dict], ...]:
-        """(index, values) of every setting this run trains (``sweep.py``); a run that
+        """(index, values) of every setting this run trains (``sweeps/space.py``); a run that
         is not a sweep has one, ``(0, {})``."""
         if not self.is_sweep:
             return ((0, {}),)
@@ -475,7 +471,7 @@ def program_config(config: Config) -> Config:
 
 
 def _validate_mesh(config: Config) -> None:
-    """What can be checked without knowing the devices (``mesh.py`` checks the rest)."""
+    """What can be checked without knowing the devices (``parallel/mesh.py`` checks the rest)."""
     seeds, envs = config.mesh.seeds, config.mesh.envs
     if seeds is not None and config.num_members % seeds:
         population = (
@@ -586,12 +582,8 @@ def _check_addon(intrinsic: IntrinsicConfig) -> None:
     from nnxrl.intrinsic import addon_options, known_addons
 
     if intrinsic.addon not in known_addons():
-        close = difflib.get_close_matches(intrinsic.addon, known_addons(), n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise ConfigError(
-            f"intrinsic.addon: {intrinsic.addon!r} is not a known add-on{hint} "
-            f"Known: {sorted(known_addons())}"
-        )
+        register = "register more with nnxrl.register_addon in a file given to --plugin"
+        raise schema.unknown_name("intrinsic.addon", intrinsic.addon, known_addons(), register)
     addon_options(intrinsic.addon, intrinsic.options)  # raises on a bad option
 
 
@@ -706,7 +698,7 @@ def saved_dict(config: Config) -> dict:
 
 def dump(config: Config, path: str | Path) -> None:
     """Write the config as a run records it, whole or not at all (StorageError)."""
-    from nnxrl import own_files
+    from nnxrl.run import own_files
 
     own_files.write_text(path, yaml.safe_dump(saved_dict(config), sort_keys=False))
 

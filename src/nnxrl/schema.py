@@ -95,13 +95,18 @@ def fill_chosen(config: Any) -> None:
 def _chosen_class(f: dataclasses.Field, name: Any, tag: str) -> type:
     classes = f.metadata["classes"]()
     if name not in classes:
-        close = difflib.get_close_matches(str(name), list(classes), n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise ConfigError(
-            f"{tag}: {name!r} is not registered{hint} Known: {sorted(classes)}; "
-            f"{f.metadata['register']}"
-        )
+        raise unknown_name(tag, name, classes, f.metadata["register"])
     return classes[name]
+
+
+def unknown_name(key: str, name: Any, known: Any, register: str) -> ConfigError:
+    """The error for a name no registry holds: the closest known one, all of them, and
+    how to register more (``register``)."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return ConfigError(
+        f"{key}: {name!r} is not registered{hint} Known: {sorted(known)}; {register}"
+    )
 
 
 def _type_name(tp: Any) -> str:

@@ -3,6 +3,7 @@ let the add-on score it, compute returns per reward stream, run epochs of miniba
 steps on one batch (``algos/sgd.py``) and summarise. What lives here is what the two
 have in common, once:
 
+- ``Algorithm``: what every algorithm's ``make`` returns: its pure functions;
 - ``OnPolicyStatic``: the settings every such algorithm binds (each algorithm's own
   static class adds its fields to it), and ``bind_static``, which builds one from an
   algorithm's settings, the run's facts and the reward streams;
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import optax
@@ -35,6 +36,15 @@ from nnxrl.networks.registry import network_kind
 from nnxrl.networks.settings import NetworkSettings
 from nnxrl.optim import constant_one, linear_decay, make_optimizer
 from nnxrl.types import RunState, UpdateState
+
+
+class Algorithm(NamedTuple):
+    """An algorithm's pure functions, configuration already bound (``make_ppo``,
+    ``make_pqn``, or any registered algorithm's ``make``)."""
+
+    init: Callable[[jax.Array], RunState]  # key -> the first RunState (jittable)
+    update: Callable[[RunState, Any], tuple[RunState, dict]]  # (state, hp): one iteration
+    graphdef: Any  # the network's structure, for rebuilding it from params
 
 
 @dataclass(frozen=True)

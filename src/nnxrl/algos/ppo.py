@@ -9,7 +9,7 @@ traced lives in one frozen ``PPOStatic`` (the shared ``OnPolicyStatic`` of
 ``algos/on_policy.py``, the skeleton PPO and PQN share, and PPO's own fields), bound
 once with ``functools.partial`` by ``make_ppo`` at the end of the file; the traced
 coefficients arrive as ``Hyperparams``. The caller scans ``update`` into chunks
-(``nnxrl.chunk``) and jits (and vmaps over seeds) only those.
+(``nnxrl.run.chunk``) and jits (and vmaps over seeds) only those.
 
 Reward streams: with ``intrinsic.mode: reward`` there is one, r + c * b; with
 ``value_head`` there are two, r and c * b, each with its own critic output,
@@ -28,7 +28,6 @@ stored at the start of the rollout.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
@@ -49,6 +48,7 @@ from nnxrl.algos.normalization import (
     update_obs,
 )
 from nnxrl.algos.on_policy import (
+    Algorithm,
     OnPolicyStatic,
     advance,
     bind_static,
@@ -116,12 +116,7 @@ class PPOStatic(OnPolicyStatic):
     reward_clip: float
 
 
-class PPO(NamedTuple):
-    """The algorithm's pure functions, configuration already bound."""
-
-    init: Callable[[jax.Array], RunState]  # key -> the first RunState (jittable)
-    update: Callable[[RunState, Hyperparams], tuple[RunState, dict]]  # one PPO iteration
-    graphdef: Any  # the network's structure, for rebuilding it from params
+PPO = Algorithm  # init, update, graphdef (algos/on_policy.py)
 
 
 def train_update(run_state: RunState, hp: Hyperparams, *, s: PPOStatic) -> tuple[RunState, dict]:

@@ -29,7 +29,6 @@ on minibatches of whole env sequences re-run from the stored hidden state.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
@@ -44,6 +43,7 @@ from nnxrl.algos.hyperparams import hyperparams, hyperparams_type  # noqa: F401 
 from nnxrl.algos.initial_state import initial_run_state
 from nnxrl.algos.intrinsic_streams import combine_rewards
 from nnxrl.algos.on_policy import (
+    Algorithm,
     OnPolicyStatic,
     advance,
     bind_static,
@@ -99,12 +99,7 @@ class PQNStatic(OnPolicyStatic):
     loss: str  # 'squared' or 'huber'
 
 
-class PQN(NamedTuple):
-    """The algorithm's pure functions, configuration already bound."""
-
-    init: Callable[[jax.Array], RunState]  # key -> the first RunState (jittable)
-    update: Callable[[RunState, Hyperparams], tuple[RunState, dict]]  # one iteration
-    graphdef: Any  # the network's structure, for rebuilding it from params
+PQN = Algorithm  # init, update, graphdef (algos/on_policy.py)
 
 
 def train_update(run_state: RunState, hp: Hyperparams, *, s: PQNStatic) -> tuple[RunState, dict]:

@@ -15,18 +15,17 @@ Fields declared ``traced`` are its hyperparameters (``algos/hyperparams.py``).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from nnxrl.algos.settings import PPOSettings, PQNSettings
-from nnxrl.errors import ConfigError
 from nnxrl.lazy import imported
-from nnxrl.schema import traced_fields
+from nnxrl.schema import traced_fields, unknown_name
 
 # What the skeleton reads of every algorithm's settings (untraced, then traced)
 REQUIRED = ("num_steps", "num_epochs", "num_minibatches", "anneal_lr", "adam_eps")
 REQUIRED_TRACED = ("learning_rate", "max_grad_norm")
+REGISTER = "register more with nnxrl.register_algorithm in a file given to --plugin"
 
 # (settings, env, run facts, network=, addon=, streams=) -> an object with init,
 # update and graphdef (e.g. ``ppo.PPO``)
@@ -75,13 +74,7 @@ def register_algorithm(
 def algorithm(name: str) -> AlgorithmEntry:
     """The registered algorithm ``name``; a ConfigError naming the known ones if none."""
     if name not in _ALGORITHMS:
-        close = difflib.get_close_matches(name, list(_ALGORITHMS), n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise ConfigError(
-            f"algo: {name!r} is not a registered algorithm{hint} Known: "
-            f"{sorted(_ALGORITHMS)} (register one with nnxrl.register_algorithm, "
-            "e.g. in a file given to --plugin)"
-        )
+        raise unknown_name("algo", name, _ALGORITHMS, REGISTER)
     return _ALGORITHMS[name]
 
 

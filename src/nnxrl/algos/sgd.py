@@ -6,7 +6,8 @@ steps for a feed-forward network, whole env sequences for a recurrent one), then
 of the shared optimiser (``nnxrl.optim``) with the traced step size and clip norm.
 The algorithm's static settings ``s`` carry what this needs (``tx``, ``lr_schedule``,
 ``num_epochs``, ``num_minibatches``, ``sequences``, ``shuffle_groups``: blocks of
-envs shuffled apart, one per device holding envs, ``nnxrl.mesh``) and are passed on to its loss.
+envs shuffled apart, one per device holding envs, ``nnxrl.parallel.mesh``) and are
+passed on to its loss.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Resetting many worlds at once is the expensive part of Craftax on a CPU: world
 generation is noise-based, and by default XLA CPU compiles a vmapped reset of 1024
 worlds into one YNNPACK fusion that takes 44 s. The training programs are
 therefore compiled with YNNPACK fusions kept to dot products on CPU (see
-``EnvSpec.cpu_options``, applied by ``nnxrl.programs``; 0.47 s, against 0.60 s for a chunked
+``EnvSpec.cpu_options``, applied by ``nnxrl.run.programs``; 0.47 s, against 0.60 s for a chunked
 ``lax.map`` without it: ``benchmarks/craftax_reset.py``). With ``reset_ratio > 1``
 only ``num_envs / reset_ratio`` fresh worlds are made each step and shared out
 among the envs that finished (the optimistic reset of the Craftax baselines).

@@ -6,7 +6,7 @@ the default ``runs/<config>-<time>``), so ``mlflow ui --backend-store-uri
 sqlite:///runs/mlflow.db`` lists and compares them all; artifacts go to
 ``<out>/../mlartifacts/<run id>``. The experiment is marked as model training (MLflow
 3 would otherwise open it as a GenAI experiment), and each run is tagged with
-``nnxrl.algo``, ``nnxrl.env``, ``nnxrl.version``, ``nnxrl.run_dir`` and ``git.commit``.
+``nnxrl.algo``, ``nnxrl.env``, ``nnxrl.version``, ``nnxrl.run.run_dir`` and ``git.commit``.
 
 Metrics, at step ``env_steps`` (per seed), every k-th update and the last
 (``logging.tracker_points``): each metric's mean across seeds as ``<name>``, and with
@@ -34,11 +34,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nnxrl import own_files
 from nnxrl.logging.jsonl import RECORD_FILES, read_records
 from nnxrl.logging.logger import brief
 from nnxrl.logging.records import LogBatch, metric_items
 from nnxrl.logging.run_info import is_logged, logged_updates
+from nnxrl.run import own_files
 
 _STATUS = {"finished": "FINISHED", "killed": "KILLED", "failed": "FAILED"}
 # MLflow 3's UI opens an experiment without this tag as a GenAI one (traces, tokens).

@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 def run_tags(config, out_dir: Path | None) -> dict[str, str]:
-    """nnxrl.algo, nnxrl.env, nnxrl.version, nnxrl.run_dir and, when the working
+    """nnxrl.algo, nnxrl.env, nnxrl.version, nnxrl.run.run_dir and, when the working
     directory is in a git repository, git.commit (with MLflow's own source tags)."""
     from nnxrl import __version__
 
@@ -24,7 +24,7 @@ def run_tags(config, out_dir: Path | None) -> dict[str, str]:
         "mlflow.source.type": "LOCAL",
     }
     if out_dir is not None:
-        tags["nnxrl.run_dir"] = str(Path(out_dir).resolve())
+        tags["nnxrl.run.run_dir"] = str(Path(out_dir).resolve())
     commit = git_commit()
     if commit is not None:
         tags["git.commit"] = tags["mlflow.source.git.commit"] = commit

@@ -22,13 +22,12 @@ rows of Qs) and the ``nnx.Rngs`` to initialise from.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from nnxrl.lazy import imported
 from nnxrl.networks.settings import NoOptions
-from nnxrl.schema import ConfigError, build_section
+from nnxrl.schema import ConfigError, build_section, unknown_name
 
 HEADS = ("actor_critic", "q")
 
@@ -68,11 +67,11 @@ def known_networks() -> list[str]:
 def network_kind(kind: str) -> NetworkKind:
     """The registration of ``kind``; a ConfigError naming the known ones otherwise."""
     if kind not in _KINDS:
-        close = difflib.get_close_matches(kind, list(_KINDS), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(
-            f"network.kind: {kind!r} is not a known network{hint} Known: {sorted(_KINDS)} "
-            "(register your own with nnxrl.register_network and load it with --plugin)"
+        raise unknown_name(
+            "network.kind",
+            kind,
+            _KINDS,
+            "register more with nnxrl.register_network in a file given to --plugin",
         )
     return _KINDS[kind]
 

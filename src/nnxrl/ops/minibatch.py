@@ -3,7 +3,7 @@
 A batch is a pytree whose leaves share leading axes [T, B] (T steps of B envs); one
 epoch visits every step (or every env sequence) once, in ``num_minibatches``
 minibatches, in an order drawn afresh from ``key``. Shuffling can stay within blocks
-of envs (``groups``), so that on a device mesh no data crosses devices (``mesh.py``).
+of envs (``groups``), so that on a device mesh no data crosses devices (``parallel/mesh.py``).
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from nnxrl.agent.policy import Policy
 from nnxrl.envs import env_spec, make_env
-from nnxrl.policy import Policy
 
 MAX_ENVS_AT_ONCE = 1024  # episodes played side by side per seed (bounds the memory)
 

@@ -1,7 +1,7 @@
 """Training a config: compile the programs, prepare the run directory, run the loop.
 
 The compiled program is ``vmap`` over seeds of ``train_chunk`` (a guarded scan over
-updates, ``chunk.py``); ``run_loop.py`` dispatches the chunks, logs and checkpoints;
+updates, ``chunk.py``); ``loop.py`` dispatches the chunks, logs and checkpoints;
 ``run_dir.py`` decides where a fresh or resumed run starts; ``stop.py`` turns Ctrl-C
 and SIGTERM into a clean stop. Stop signals are handled from compilation to the last
 record written, so a stop at any moment leaves a run that ``--resume`` continues.
@@ -19,18 +19,19 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from nnxrl import checkpoint, run_dir, run_lock
 from nnxrl import config as config_lib
-from nnxrl.devices import is_main_process, start_jax
 from nnxrl.errors import NonFiniteError, Stopped, StorageError
 from nnxrl.logging import Backend, Members, make_logger, members_of
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import records_to_arrays
-from nnxrl.mesh import host_copy
-from nnxrl.programs import Programs, check_one_program, compile_programs
-from nnxrl.run_dir import StartPoint
-from nnxrl.run_loop import Outcome, RunLoop
-from nnxrl.stop import StopRequest, graceful_stop
+from nnxrl.parallel.devices import is_main_process, start_jax
+from nnxrl.parallel.mesh import host_copy
+from nnxrl.run import checkpoint, run_dir
+from nnxrl.run import lock as run_lock
+from nnxrl.run.loop import Outcome, RunLoop
+from nnxrl.run.programs import Programs, check_one_program, compile_programs
+from nnxrl.run.run_dir import StartPoint
+from nnxrl.run.stop import StopRequest, graceful_stop
 
 
 def train(
@@ -331,8 +332,8 @@ def attach_episode(
     renderer is said and skipped."""
     import sys
 
-    from nnxrl.policy import setting_policy
-    from nnxrl.render import render_episode
+    from nnxrl.agent.policy import setting_policy
+    from nnxrl.agent.render import render_episode
 
     path = out_dir / "episode.gif"
     policy = setting_policy(config, params, setting, obs_moments)
@@ -355,6 +356,6 @@ def export_policy(
 ) -> None:
     """Every seed's policy (with its observation moments) to ``out_dir/policy`` (a
     sweep: those of ``setting``)."""
-    from nnxrl.policy import save_policy, setting_policy
+    from nnxrl.agent.policy import save_policy, setting_policy
 
     save_policy(out_dir / "policy", setting_policy(config, params, setting, obs_moments))

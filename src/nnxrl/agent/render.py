@@ -22,9 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from nnxrl.agent.policy import Policy
 from nnxrl.envs import CRAFTAX_IDS, make_env
 from nnxrl.envs.brax_env import PREFIX as BRAX_PREFIX
-from nnxrl.policy import Policy
 
 MOUNTAIN_CAR_GOALS = {"MountainCar-v0": 0.5, "MountainCarContinuous-v0": 0.45}
 DRAWN_FROM_STATE = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", *MOUNTAIN_CAR_GOALS)

@@ -87,7 +87,7 @@ def jax_started() -> bool:
 def use_cpu_devices(count: int | None = None) -> None:
     """Let JAX see ``count`` CPU devices (None: one per core), unless JAX has started
     or ``JAX_NUM_CPU_DEVICES`` / an earlier ``jax_num_cpu_devices`` setting says otherwise."""
-    from nnxrl.jax_variables import BAD_CPU_DEVICES
+    from nnxrl.parallel.jax_variables import BAD_CPU_DEVICES
 
     if BAD_CPU_DEVICES is not None:
         raise ConfigError(

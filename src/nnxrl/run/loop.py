@@ -27,12 +27,12 @@ from typing import Any, Literal
 import jax
 import numpy as np
 
-from nnxrl import checkpoint, run_dir
 from nnxrl import config as config_lib
-from nnxrl.devices import any_process, is_main_process
 from nnxrl.errors import StorageError
 from nnxrl.logging import MetricLogger
-from nnxrl.stop import StopRequest
+from nnxrl.parallel.devices import any_process, is_main_process
+from nnxrl.run import checkpoint, run_dir
+from nnxrl.run.stop import StopRequest
 
 
 @dataclass(frozen=True)

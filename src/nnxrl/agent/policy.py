@@ -23,13 +23,14 @@ import yaml
 from flax import nnx
 
 from nnxrl import config as config_lib
-from nnxrl import own_files, schema
+from nnxrl import schema
 from nnxrl.algos.normalization import observe
 from nnxrl.algos.registry import algorithm
 from nnxrl.config import EnvConfig, NetworkConfig
 from nnxrl.envs import check_env_config, env_spec
 from nnxrl.networks import EpsilonGreedy, acting_values, build_network
 from nnxrl.ops.running_moments import Moments
+from nnxrl.run import own_files
 
 MOMENTS = ("count", "mean", "var")  # the observation moments' fields, saved beside params
 MOMENTS_PREFIX = "obs_normalizer."
@@ -283,7 +284,7 @@ def policy_from_checkpoint(
     run_dir: str | Path, update: int | None = None, setting: int | None = None
 ) -> Policy:
     """The policy in a run's checkpoint (the latest by default); a sweep's ``setting``."""
-    from nnxrl import checkpoint
+    from nnxrl.run import checkpoint
 
     meta = checkpoint.load_meta(run_dir, update)
     config = config_lib.from_dict(meta["config"])

@@ -5,22 +5,15 @@ the algorithms themselves (``nnxrl.algos``) know nothing of the config."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from nnxrl.algos.hyperparams import hyperparams
+from nnxrl.algos.on_policy import Algorithm
 from nnxrl.algos.registry import algorithm
 from nnxrl.algos.settings import RewardStreams, RunFacts
 from nnxrl.config import Config, IntrinsicConfig
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon
-
-
-class Algorithm(Protocol):
-    """What every registered algorithm's ``make`` returns (e.g. ``ppo.PPO``)."""
-
-    init: Any  # key -> the first RunState (jittable, vmappable over keys)
-    update: Any  # (RunState, Hyperparams) -> (RunState, metrics): one iteration
-    graphdef: Any  # the network's structure, for rebuilding it from params
 
 
 def make_algorithm(

@@ -27,8 +27,8 @@ import numpy as np
 from nnxrl import config as config_lib
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import DIVERGED
-from nnxrl.plot import across_seeds
-from nnxrl.sweep import describe_values, swept_keys
+from nnxrl.plots import across_seeds
+from nnxrl.sweeps.space import describe_values, swept_keys
 
 METRIC = "episode_return_window"
 GROUP_PREFIX = "group-"
@@ -206,7 +206,8 @@ def print_table(result: SweepReport) -> None:
 
 def write_outputs(run_dir: Path, result: SweepReport) -> None:
     """best.yaml, sweep.json and sweep.png, written as the run's one writer."""
-    from nnxrl import own_files, run_lock
+    from nnxrl.run import lock as run_lock
+    from nnxrl.run import own_files
 
     own_files.refuse_links(run_dir, ("best.yaml", "sweep.json", "sweep.png"))
     with run_lock.hold(run_dir, "sweep-report"):

@@ -1,7 +1,7 @@
 """Compiling a run's programs: ``init`` (the first state of every seed) and a chunk of
 updates (a guarded scan, ``chunk.py``), vmapped over seeds, with seeds and envs split
-over the device mesh (``mesh.py``); networks are initialised inside ``init``. The env may ask
-for XLA options of its own (``EnvSpec.cpu_options``).
+over the device mesh (``parallel/mesh.py``); networks are initialised inside ``init``.
+The env may ask for XLA options of its own (``EnvSpec.cpu_options``).
 
 These two are the only programs compiled before training starts: seed keys are
 derived inside ``init`` and hyperparameters are placed from NumPy, so no small eager
@@ -19,13 +19,14 @@ import jax
 import numpy as np
 
 from nnxrl import config as config_lib
-from nnxrl.algorithms import hyperparams_from, make_algorithm
-from nnxrl.chunk import SEED_AXIS, train_chunk
-from nnxrl.compile_cache import use_compile_cache
 from nnxrl.envs import EnvSpec, make_env
 from nnxrl.intrinsic import addon_for
-from nnxrl.mesh import Layout, make_layout, shuffle_groups, state_shardings, with_num_envs
-from nnxrl.resources import check_fits
+from nnxrl.parallel.devices import start_jax
+from nnxrl.parallel.mesh import Layout, make_layout, shuffle_groups, state_shardings, with_num_envs
+from nnxrl.run.algorithms import hyperparams_from, make_algorithm
+from nnxrl.run.chunk import SEED_AXIS, train_chunk
+from nnxrl.run.compile_cache import use_compile_cache
+from nnxrl.run.resources import check_fits
 
 
 def seed_key(seed: jax.Array, index: jax.Array) -> jax.Array:
@@ -60,9 +61,11 @@ class Programs:
 
 def compile_programs(config: config_lib.Config) -> Programs:
     """Build env and algorithm; compile init and a chunk of updates for all seeds (of
-    every setting, in a sweep: the population), on the mesh (``mesh.py``): members and
+    every setting, in a sweep: the population), on the mesh (``parallel/mesh.py``): members and
     each member's envs split over devices. ``init()`` gives the first RunState of every
-    member, networks included."""
+    member, networks included. JAX is started as the config says first, unless it has
+    started (``parallel/devices.py``)."""
+    start_jax(config.mesh, config.distributed)
     use_compile_cache(config.compile_cache)
     check_one_program(config)
     layout = make_layout(config)
@@ -161,7 +164,7 @@ def population_hyperparams(config: config_lib.Config) -> Any:
 
 def check_one_program(config: config_lib.Config) -> None:
     """A sweep whose settings differ in untraced keys is several programs."""
-    from nnxrl import sweep as sweep_lib
+    from nnxrl.sweeps import space as sweep_lib
 
     traced = config_lib.traced_keys(config)
     if config.is_sweep and len(sweep_lib.groups(config.sweep, traced)) > 1:

@@ -16,13 +16,14 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from nnxrl import checkpoint, run_dir, run_lock
 from nnxrl import config as config_lib
-from nnxrl.devices import is_main_process
 from nnxrl.errors import Stopped
-from nnxrl.sweep import describe_values, groups, untraced_keys
-from nnxrl.sweep_report import GROUP_PREFIX
-from nnxrl.training import RunResult, run_training
+from nnxrl.parallel.devices import is_main_process
+from nnxrl.run import checkpoint, run_dir
+from nnxrl.run import lock as run_lock
+from nnxrl.run.training import RunResult, run_training
+from nnxrl.sweeps.report import GROUP_PREFIX
+from nnxrl.sweeps.space import describe_values, groups, untraced_keys
 
 
 def needs_groups(config: config_lib.Config) -> bool:

@@ -155,8 +155,9 @@ def check_cpu_devices(config: Config, devices: list) -> None:
     if have != want:
         raise ConfigError(
             f"mesh.cpu_devices: {want}, but JAX is running with {have} CPU device(s): it "
-            "started before this config was loaded. Load the config before any other JAX "
-            f"work, or set JAX_NUM_CPU_DEVICES={want} in the environment"
+            "started before the run did. Train (nnxrl.train) before any other JAX work, call "
+            f"nnxrl.use_cpu_devices({want}) first, or set JAX_NUM_CPU_DEVICES={want} in the "
+            "environment"
         )
 
 

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import yaml
 
-from nnxrl import checkpoint, own_files
 from nnxrl import config as config_lib
 from nnxrl.errors import NonFiniteError, StorageError
 from nnxrl.logging import members_of
 from nnxrl.logging.jsonl import RECORD_FILES, RecordOrder, records_in_order, truncate_after
+from nnxrl.run import checkpoint, own_files
 
 NONFINITE_FILE = "nonfinite.json"  # written when a NaN/inf stopped the run
 RUN_FILE = "run.json"  # the config a run started with, which a resume must match

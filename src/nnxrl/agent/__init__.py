@@ -1,0 +1,1 @@
+"""A trained agent: its saved policy, evaluation and rendering."""

@@ -1,0 +1,1 @@
+"""Devices: starting JAX, the device mesh, many processes."""

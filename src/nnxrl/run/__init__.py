@@ -1,0 +1,1 @@
+"""The run: assembling, compiling and training a config, its directory, checkpoints and stops."""

@@ -1,0 +1,1 @@
+"""Sweeps: the settings a sweep section describes, groups of programs, reports."""
