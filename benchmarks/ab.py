@@ -18,8 +18,11 @@ import subprocess
 import sys
 
 MEASURE = r"""
-import json, sys, time
-from nnxrl.parallel.devices import use_cpu_devices
+import importlib, json, sys, time
+try:
+    from nnxrl.parallel.devices import use_cpu_devices
+except ImportError:  # trees from before parallel/
+    from nnxrl.devices import use_cpu_devices
 use_cpu_devices()
 import jax
 from nnxrl import config as C
@@ -27,10 +30,12 @@ name, path, overrides, chunks = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]
 if "compile_cache" in C.Config.__dataclass_fields__:  # time cold compiles on both sides
     overrides = [*overrides, "compile_cache.enabled=false"]
 config = C.load(path, overrides)
-try:
-    from nnxrl.run.programs import compile_programs
-except ImportError:  # trees from before programs.py
-    from nnxrl.train import compile_programs
+for module in ("nnxrl.run.programs", "nnxrl.programs", "nnxrl.train"):  # newest first
+    try:
+        compile_programs = importlib.import_module(module).compile_programs
+        break
+    except ImportError:
+        continue
 t = time.perf_counter()
 programs = compile_programs(config)
 if hasattr(programs, "chunk_programs"):  # a program per chunk length
