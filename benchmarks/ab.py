@@ -1,8 +1,11 @@
 """Throughput of two source trees of nnxrl side by side (a refactor's A/B check).
 
 Each measurement is a fresh process that imports nnxrl from the given ``src``
-folder, compiles, and times training with logging off; the two trees take turns,
-``--rounds`` times, and the table gives medians and the ratio B/A.
+folder, reads the config and compiles (the "compile s" column: from the start of
+the process, imports included, to the end of the first chunk, since a tree may
+import an env suite when it reads a config or when it builds the env), then times
+training with logging off; the two trees take turns, ``--rounds`` times, and the
+table gives medians and the ratio B/A.
 
     git worktree add ../before <commit>
     uv run python benchmarks/ab.py ../before/src src --rounds 3
@@ -18,7 +21,9 @@ import subprocess
 import sys
 
 MEASURE = r"""
-import importlib, json, sys, time
+import time
+started = time.perf_counter()  # the first chunk's time counts every import
+import importlib, json, sys
 try:
     from nnxrl.parallel.devices import use_cpu_devices
 except ImportError:  # trees from before parallel/
@@ -29,14 +34,13 @@ from nnxrl import config as C
 name, path, overrides, chunks = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
 if "compile_cache" in C.Config.__dataclass_fields__:  # time cold compiles on both sides
     overrides = [*overrides, "compile_cache.enabled=false"]
-config = C.load(path, overrides)
 for module in ("nnxrl.run.programs", "nnxrl.programs", "nnxrl.train"):  # newest first
     try:
         compile_programs = importlib.import_module(module).compile_programs
         break
     except ImportError:
         continue
-t = time.perf_counter()
+config = C.load(path, overrides)
 programs = compile_programs(config)
 if hasattr(programs, "chunk_programs"):  # a program per chunk length
     chunk = programs.chunk(config.updates_per_chunk)
@@ -44,7 +48,7 @@ else:
     chunk = programs.chunk
 state, metrics = chunk(programs.init(), programs.hp)
 jax.block_until_ready(metrics)
-compile_s = time.perf_counter() - t
+compile_s = time.perf_counter() - started
 t = time.perf_counter()
 for _ in range(chunks):
     state, metrics = chunk(state, programs.hp)

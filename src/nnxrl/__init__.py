@@ -17,7 +17,8 @@ The public Python API (docs/python-api.md); each name is imported when first rea
   (``nnxrl.algos.registry``; ``examples/custom_algorithm.py``);
 - your own loop: ``make_algorithm(config, env, addon)`` gives ``init(key)`` and
   ``update`` (both jittable; ``init`` vmaps over keys) and ``hyperparams_from(config)``
-  the traced coefficients of ``config.algo``; without a config, ``make_ppo(
+  the traced coefficients of ``config.algo``; ``train_chunk(state, hp, update_fn=,
+  num_updates=)`` scans updates with the non-finite guard; without a config, ``make_ppo(
   PPOSettings(...), env, RunFacts(num_updates))`` (or ``make_pqn``, with
   ``PQNSettings``; ``network=``, ``addon=``, ``streams=RewardStreams(...)`` optional)
   and ``ppo.hyperparams(settings)``;
@@ -72,6 +73,7 @@ _EXPORTS = {
     "RunResult": "nnxrl.run.training",
     "train": "nnxrl.run.training",
     "train_groups": "nnxrl.sweeps.groups",
+    "train_chunk": "nnxrl.run.chunk",
 }
 __getattr__ = exports(__name__, _EXPORTS)
 
@@ -94,6 +96,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.parallel.devices import use_cpu_devices
     from nnxrl.plots import plot_runs as plot
     from nnxrl.run.algorithms import hyperparams_from, make_algorithm
+    from nnxrl.run.chunk import train_chunk
     from nnxrl.run.training import RunResult, train
     from nnxrl.schema import setting
     from nnxrl.sweeps.groups import train_groups
@@ -146,5 +149,6 @@ __all__ = [
     "register_network",
     "setting",
     "train",
+    "train_chunk",
     "train_groups",
 ]
