@@ -83,13 +83,15 @@ def readonly_dir(tmp_path):
 
 
 def fill(disk: Path) -> Path:
-    """Write a file until the disk is full; returns it (delete it to free the space)."""
+    """Write a file until the disk is full; returns it (delete it to free the space).
+
+    Unbuffered: a buffered file keeps the tail of a short write and raises
+    ENOSPC again when it is closed, which would lose the filler's path."""
     filler = disk / "filler"
-    with filler.open("wb") as f:
+    with filler.open("wb", buffering=0) as f:
         try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
+            while f.write(b"\0" * 65536):
+                pass
         except OSError as e:
             assert e.errno == errno.ENOSPC
     return filler
