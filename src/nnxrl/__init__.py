@@ -27,11 +27,11 @@ The public Python API (docs/python-api.md); each name is imported when first rea
   (a GIF), ``plot(run_dirs, metrics, out)`` (learning curves with bootstrap bands).
 """
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 import nnxrl.parallel.jax_variables  # noqa: F401  (first, before JAX: see the module)
 from nnxrl.lazy import exports
+from nnxrl.version import version as _installed_version
 
 # Each public name and the module it comes from, imported when first read: so that
 # ``import nnxrl`` and reading a config import neither JAX nor an env suite.
@@ -106,10 +106,7 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-try:
-    __version__ = version("nnxrl")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0"
+__version__ = _installed_version()
 
 __all__ = [
     "use_cpu_devices",

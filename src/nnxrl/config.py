@@ -22,8 +22,10 @@ from nnxrl import schema
 from nnxrl.algos.registry import REGISTER, algorithm, algorithm_settings
 from nnxrl.algos.settings import PPOSettings as PPOConfig
 from nnxrl.algos.settings import PQNSettings as PQNConfig
+from nnxrl.envs.settings import EnvConfig
 from nnxrl.networks.registry import check_network, network_kind
 from nnxrl.networks.settings import NetworkSettings as NetworkConfig
+from nnxrl.parallel.settings import DistributedConfig, MeshConfig
 from nnxrl.schema import ConfigError, parse_yaml, setting, to_dict
 from nnxrl.sweeps import space as sweep_lib
 
@@ -31,19 +33,6 @@ __all__ = ["Config", "ConfigError", "from_dict", "load", "dump", "to_dict", "set
 
 _field = setting  # the name used in this file
 _section = schema.section
-
-
-@dataclass(frozen=True)
-class EnvConfig:
-    id: str = _field("CartPole-v1", "Environment id: any gymnax id or a Craftax id.")
-    num_envs: int = _field(4, "Parallel environments per seed.", low=1)
-    reset_ratio: int = _field(
-        1,
-        "Craftax optimistic reset: envs per freshly generated world each step "
-        "(1 = every env resets on its own). Must divide num_envs.",
-        low=1,
-    )
-    kwargs: dict = _field({}, "Keyword arguments for the environment constructor (gymnax).")
 
 
 @dataclass(frozen=True)
@@ -186,63 +175,6 @@ class CompileCacheConfig:
     )
     min_compile_seconds: float = _field(
         0.1, "Cache only programs whose compilation took at least this long.", low=0
-    )
-
-
-@dataclass(frozen=True)
-class MeshConfig:
-    seeds: int | None = _field(
-        None,
-        "Devices the seed axis (in a sweep the population, settings x seeds) is split "
-        "over (None: as many as divide both its size and the device count). Seeds need no "
-        "communication, so they are split first.",
-        low=1,
-    )
-    envs: int | None = _field(
-        None,
-        "Devices each seed's env batch is split over (None: on GPUs and TPUs the devices "
-        "left after mesh.seeds, as many as divide env.num_envs and keep the minibatch "
-        "split whole; on CPU 1, as its devices share the same cores). Each device steps "
-        "its share of envs; gradients are averaged across them.",
-        low=1,
-    )
-    invariant: bool = _field(
-        False,
-        "Draw every minibatch from the whole batch, as on one device, so that a run's "
-        "numbers do not depend on mesh.envs (up to float summation order); costs a "
-        "gather across devices per epoch. False: each device shuffles its own share.",
-    )
-    cpu_devices: int | None = _field(
-        None,
-        "JAX CPU devices (None: one per CPU core). Applied when the config is loaded, "
-        "if JAX has not started yet; the JAX_NUM_CPU_DEVICES variable wins.",
-        low=1,
-        high=1024,
-    )
-
-
-@dataclass(frozen=True)
-class DistributedConfig:
-    enabled: bool | None = _field(
-        None,
-        "Join a multi-process run with jax.distributed (None: when a coordinator "
-        "address is set here or in JAX_COORDINATOR_ADDRESS, or under SLURM with more "
-        "than one task). Not saved in the run's config.yaml.",
-    )
-    coordinator_address: str | None = _field(
-        None, "host:port of process 0 (None: JAX_COORDINATOR_ADDRESS or cluster detection)."
-    )
-    num_processes: int | None = _field(
-        None, "Processes in the run (None: NNXRL_NUM_PROCESSES or cluster detection).", low=1
-    )
-    process_id: int | None = _field(
-        None, "This process's index (None: NNXRL_PROCESS_ID or cluster detection).", low=0
-    )
-    timeout_seconds: int = _field(
-        120,
-        "How long a process waits for the coordinator and the other processes to join "
-        "before it gives up with a message naming the address.",
-        low=1,
     )
 
 
@@ -441,7 +373,7 @@ def _validate_sweep(config: Config) -> None:
             setting_config(config, index)
         except ConfigError as e:
             raise ConfigError(
-                f"sweep: setting {index} ({sweep_lib.describe_values(values)}) is not a "
+                f"sweep: setting {index} ({schema.describe_values(values)}) is not a "
                 f"valid config: {e}"
             ) from None
 
@@ -521,7 +453,7 @@ def check_parts(config: Config) -> Config:
     known and its kwargs fit, its action space suits the algorithm and the network's
     options, and the add-on is known and takes its options. A sweep's settings are
     checked each (those that differ in the env, network, add-on or algorithm)."""
-    from nnxrl.envs import check_env_config
+    from nnxrl.envs.registry import check_env_config
 
     configs = [setting_config(config, i) for i, _ in config.settings] if config.is_sweep else []
     seen = set()
@@ -548,7 +480,7 @@ def _validate_action_space(config: Config) -> None:
     ]
     if not discrete_only and not continuous_options:
         return
-    from nnxrl.envs import is_continuous
+    from nnxrl.envs.registry import is_continuous
 
     continuous = is_continuous(config.env)
     if discrete_only and continuous:

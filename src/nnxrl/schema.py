@@ -447,3 +447,10 @@ def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str]]:
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
             rows.append((f"{prefix}{f.name}", repr(default), f.metadata["doc"]))
     return rows
+
+
+def describe_values(values: Mapping[str, Any]) -> str:
+    """``ppo.learning_rate=0.001, ppo.gamma=0.99``"""
+    return ", ".join(
+        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items()
+    )

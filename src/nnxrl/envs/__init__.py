@@ -1,148 +1,54 @@
 """Environments: ``make_env`` builds a batched, self-resetting env with episode
-statistics for any gymnax id, Craftax id or (with the brax extra) ``brax:<name>``."""
+statistics for any gymnax id, Craftax id or (with the brax extra) ``brax:<name>``;
+``register_env`` adds a user's. Each name is imported when first read, so that the
+env section of a config (``nnxrl.envs.settings``) is read without JAX."""
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
-from nnxrl.envs.brax_env import PREFIX as BRAX_PREFIX
-from nnxrl.envs.brax_env import brax_available, brax_ids, make_brax_env
-from nnxrl.envs.craftax_env import CRAFTAX_IDS, make_craftax_env
-from nnxrl.envs.episode_stats import with_episode_statistics
-from nnxrl.envs.gymnax_env import gymnax_ids, make_gymnax_env, split_kwargs
-from nnxrl.envs.single import from_single
-from nnxrl.schema import ConfigError
+from nnxrl.lazy import exports
 
-if TYPE_CHECKING:
-    from nnxrl.config import EnvConfig
-
+_EXPORTS = {
+    "EnvSpec": "nnxrl.envs.base",
+    "EnvStep": "nnxrl.envs.base",
+    "VecEnv": "nnxrl.envs.base",
+    "EnvConfig": "nnxrl.envs.settings",
+    "from_single": "nnxrl.envs.single",
+    "CRAFTAX_IDS": "nnxrl.envs.craftax_env",
+    "register_env": "nnxrl.envs.registry",
+    "make_env": "nnxrl.envs.registry",
+    "env_spec": "nnxrl.envs.registry",
+    "check_env_config": "nnxrl.envs.registry",
+    "is_continuous": "nnxrl.envs.registry",
+    "known_env_ids": "nnxrl.envs.registry",
+}
+__getattr__ = exports(__name__, _EXPORTS)
 __all__ = [
+    "CRAFTAX_IDS",
+    "EnvConfig",
     "EnvSpec",
     "EnvStep",
     "VecEnv",
+    "check_env_config",
     "env_spec",
     "from_single",
-    "register_env",
-    "make_env",
-    "check_env_config",
+    "is_continuous",
     "known_env_ids",
+    "make_env",
+    "register_env",
 ]
 
-
-# id -> factory(num_envs, **kwargs) -> VecEnv, for envs registered by users
-_REGISTERED: dict[str, Callable[..., VecEnv]] = {}
-
-
-def register_env(env_id: str, factory: Callable[..., VecEnv]) -> None:
-    """Make ``env_id`` usable in configs (``env.id``) and on the command line (import
-    the registering module with ``nnxrl --plugin MODULE``). ``factory(num_envs,
-    **env.kwargs)`` returns the batched env, e.g. with ``from_single``."""
-    if env_id in CRAFTAX_IDS or env_id in gymnax_ids():
-        raise ValueError(f"register_env: {env_id!r} is already a gymnax or Craftax id")
-    _REGISTERED[env_id] = factory
-
-
-def known_env_ids(with_brax: bool = True) -> dict[str, list[str]]:
-    """Known env ids by family (Brax's only ``with_brax``: listing them imports brax,
-    which takes seconds, so checking a non-Brax id does not)."""
-    families = {"gymnax": gymnax_ids(), "craftax": list(CRAFTAX_IDS)}
-    if with_brax:
-        families["brax"] = brax_ids()
-    return {**families, "registered": list(_REGISTERED)}
-
-
-def check_env_config(env: EnvConfig) -> None:
-    """Raise ConfigError for an unknown id or an option the env's family lacks."""
-    families = known_env_ids(with_brax=False)
-    if env.id in _REGISTERED:
-        if env.reset_ratio != 1:
-            raise ConfigError(f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only")
-        return
-    if env.id in families["craftax"]:
-        if env.kwargs:
-            raise ConfigError(f"env.kwargs: Craftax envs take no kwargs, got {env.kwargs}")
-        return
-    if env.id.startswith(BRAX_PREFIX):
-        check_brax_config(env, brax_ids())
-        return
-    if env.id in families["gymnax"]:
-        if env.reset_ratio != 1:
-            raise ConfigError(
-                f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only; "
-                f"{env.id} resets itself, so it must be 1"
-            )
-        try:
-            split_kwargs(env.id, env.kwargs)
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
-        return
-    families = known_env_ids()  # an unknown id: list every family, Brax's too
-    every = [i for ids in families.values() for i in ids]
-    close = difflib.get_close_matches(env.id, every, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]}?" if close else ""
-    listing = "; ".join(f"{fam}: {', '.join(ids)}" for fam, ids in families.items())
-    raise ConfigError(f"env.id: unknown environment {env.id!r}{hint} Known families: {listing}")
-
-
-def check_brax_config(env: EnvConfig, ids: list[str]) -> None:
-    if not brax_available():
-        raise ConfigError(
-            f"env.id: {env.id!r} needs the brax package, an optional extra: install it with "
-            "`uv sync --extra brax`"
-        )
-    if env.id not in ids:
-        close = difflib.get_close_matches(env.id, ids, n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise ConfigError(f"env.id: unknown Brax environment {env.id!r}{hint} Known: {ids}")
-    if env.reset_ratio != 1:
-        raise ConfigError(f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only")
-    backend = env.kwargs.get("backend", "spring")
-    if backend not in ("spring", "positional", "generalized", "mjx"):
-        raise ConfigError(
-            f"env.kwargs.backend: {backend!r} is not a Brax pipeline; choose spring, "
-            "positional, generalized or mjx"
-        )
-    length = env.kwargs.get("episode_length", 1000)
-    if not isinstance(length, int) or isinstance(length, bool) or length < 1:
-        raise ConfigError(f"env.kwargs.episode_length: expected a positive integer, got {length!r}")
-
-
-def is_continuous(env: EnvConfig) -> bool:
-    """Whether the env ``env`` names takes continuous actions (without building its
-    batch: gymnax's action space; Craftax never; a registered env by its spec)."""
-    if env.id in _REGISTERED:
-        return env_spec(env).continuous
-    if env.id in CRAFTAX_IDS:
-        return False
-    if env.id.startswith(BRAX_PREFIX):
-        return True
-    import gymnax
-
-    from nnxrl.envs.gymnax_env import action_bounds
-
-    ctor_kwargs, _ = split_kwargs(env.id, env.kwargs)
-    made, params = gymnax.make(env.id, **ctor_kwargs)
-    return bool(action_bounds(made.action_space(params))[0])
-
-
-def env_spec(env: EnvConfig) -> EnvSpec:
-    """The spec (observation shape, actions, achievements) of the env ``env`` names."""
-    return make_env(dataclasses.replace(env, num_envs=1, reset_ratio=1)).spec
-
-
-def make_env(env: EnvConfig) -> VecEnv:
-    """The batched env (with episode statistics) that ``env`` describes."""
-    check_env_config(env)
-    if env.id in _REGISTERED:
-        vec = _REGISTERED[env.id](env.num_envs, **env.kwargs)
-    elif env.id in CRAFTAX_IDS:
-        vec = make_craftax_env(env.id, env.num_envs, env.reset_ratio)
-    elif env.id.startswith(BRAX_PREFIX):
-        vec = make_brax_env(env.id, env.num_envs, **env.kwargs)
-    else:
-        vec = make_gymnax_env(env.id, env.num_envs, **env.kwargs)
-    return with_episode_statistics(vec)
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
+    from nnxrl.envs.craftax_env import CRAFTAX_IDS
+    from nnxrl.envs.registry import (
+        check_env_config,
+        env_spec,
+        is_continuous,
+        known_env_ids,
+        make_env,
+        register_env,
+    )
+    from nnxrl.envs.settings import EnvConfig
+    from nnxrl.envs.single import from_single

@@ -21,7 +21,7 @@ from collections import deque
 from typing import TextIO
 
 from nnxrl.logging.records import LogBatch
-from nnxrl.sweeps.space import describe_values
+from nnxrl.schema import describe_values
 
 SPS_SECONDS = 10.0  # steps/s is measured over this trailing window of training time
 

@@ -9,16 +9,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from nnxrl.version import version
+
 
 def run_tags(config, out_dir: Path | None) -> dict[str, str]:
     """nnxrl.algo, nnxrl.env, nnxrl.version, nnxrl.run.run_dir and, when the working
     directory is in a git repository, git.commit (with MLflow's own source tags)."""
-    from nnxrl import __version__
 
     tags = {
         "nnxrl.algo": config.algo,
         "nnxrl.env": config.env.id,
-        "nnxrl.version": __version__,
+        "nnxrl.version": version(),
         "nnxrl.num_seeds": str(config.num_seeds),
         "mlflow.source.name": command_line(),
         "mlflow.source.type": "LOCAL",

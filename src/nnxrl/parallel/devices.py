@@ -20,14 +20,12 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 
+from nnxrl.parallel.settings import DistributedConfig, MeshConfig
 from nnxrl.schema import ConfigError
-
-if TYPE_CHECKING:
-    from nnxrl.config import DistributedConfig, MeshConfig
 
 
 def start_jax(mesh: MeshConfig, distributed: DistributedConfig) -> None:

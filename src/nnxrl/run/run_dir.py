@@ -25,6 +25,7 @@ from nnxrl.errors import NonFiniteError, StorageError
 from nnxrl.logging import members_of
 from nnxrl.logging.jsonl import RECORD_FILES, RecordOrder, records_in_order, truncate_after
 from nnxrl.run import checkpoint, own_files
+from nnxrl.version import version
 
 NONFINITE_FILE = "nonfinite.json"  # written when a NaN/inf stopped the run
 RUN_FILE = "run.json"  # the config a run started with, which a resume must match
@@ -178,17 +179,8 @@ def write_config(config: config_lib.Config, out_dir: Path, fresh: bool) -> None:
     is checked against, also when config.yaml was edited since."""
     config_lib.dump(config, out_dir / "config.yaml")
     if fresh or not (out_dir / RUN_FILE).is_file():
-        manifest = {"config": config_lib.saved_dict(config), "nnxrl": nnxrl_version()}
+        manifest = {"config": config_lib.saved_dict(config), "nnxrl": version()}
         own_files.write_text(out_dir / RUN_FILE, json.dumps(manifest, indent=1))
-
-
-def nnxrl_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("nnxrl")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def check_repairable(out_dir: Path, order: RecordOrder, newest: int) -> None:

@@ -22,8 +22,9 @@ from nnxrl.parallel.devices import is_main_process
 from nnxrl.run import checkpoint, run_dir
 from nnxrl.run import lock as run_lock
 from nnxrl.run.training import RunResult, run_training
+from nnxrl.schema import describe_values
 from nnxrl.sweeps.report import GROUP_PREFIX
-from nnxrl.sweeps.space import describe_values, groups, untraced_keys
+from nnxrl.sweeps.space import groups, untraced_keys
 
 
 def needs_groups(config: config_lib.Config) -> bool:

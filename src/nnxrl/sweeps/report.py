@@ -28,7 +28,8 @@ from nnxrl import config as config_lib
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import DIVERGED
 from nnxrl.plots import across_seeds
-from nnxrl.sweeps.space import describe_values, swept_keys
+from nnxrl.schema import describe_values
+from nnxrl.sweeps.space import swept_keys
 
 METRIC = "episode_return_window"
 GROUP_PREFIX = "group-"

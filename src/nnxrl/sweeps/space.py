@@ -232,10 +232,3 @@ def groups(sweep: Any, traced: Sequence[str]) -> list[dict[str, Any]]:
         if combo not in seen:
             seen.append(combo)
     return seen
-
-
-def describe_values(values: Mapping[str, Any]) -> str:
-    """``ppo.learning_rate=0.001, ppo.gamma=0.99``"""
-    return ", ".join(
-        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items()
-    )
