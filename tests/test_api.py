@@ -9,8 +9,10 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import pytest
 
 import nnxrl
+from nnxrl.errors import Stopped
 
 ROOT = Path(__file__).parents[1]
 TINY = ["total_env_steps=4096", "num_seeds=2", "logging.backends=[]"]
@@ -28,6 +30,30 @@ def test_train_in_memory_writes_nothing_and_matches_a_written_run(tmp_path, monk
     assert written.out_dir == tmp_path / "run" and (tmp_path / "run" / "metrics.jsonl").exists()
     for name, values in result.metrics.items():
         np.testing.assert_array_equal(values, written.metrics[name], err_msg=name)
+
+
+def test_a_resumed_runs_metrics_hold_the_updates_before_its_start(tmp_path, monkeypatch):
+    """RunResult.metrics comes from the records kept in memory, which a resumed run
+    starts with those it resumed after: the whole history, equal to an uninterrupted
+    run's, with metrics.jsonl gone before the run ends."""
+    config = nnxrl.load_config(ROOT / "configs/ppo-cartpole.yaml", TINY)
+    alone = nnxrl.train(config)
+    with pytest.raises(Stopped):
+        nnxrl.train(config, tmp_path / "run", stop_after=config.num_updates // 2)
+    from nnxrl.run import loop
+
+    original = loop.RunLoop.run
+
+    def run_then_lose_the_file(self, state):
+        outcome = original(self, state)
+        (tmp_path / "run" / "metrics.jsonl").unlink()
+        return outcome
+
+    monkeypatch.setattr(loop.RunLoop, "run", run_then_lose_the_file)
+    resumed = nnxrl.train(config, tmp_path / "run", resume=True)
+    assert list(resumed.metrics["update"]) == list(range(1, config.num_updates + 1))
+    for name, values in alone.metrics.items():
+        np.testing.assert_array_equal(values, resumed.metrics[name], err_msg=name)
 
 
 def test_a_saved_policy_acts_like_its_checkpoint(tmp_path):

@@ -10,9 +10,9 @@ import numpy as np
 
 from nnxrl import config as config_lib
 from nnxrl.logging import make_logger, members_of
+from nnxrl.logging.records import records_to_arrays
 from nnxrl.run.loop import RunLoop
 from nnxrl.run.stop import StopRequest
-from nnxrl.run.training import metric_history
 
 # 20 updates of 4 envs x 32 steps, in chunks of 5, two seeds, nothing written
 CONFIG = config_lib.from_dict(
@@ -56,7 +56,7 @@ def run_loop(programs: Programs, stop_after: int | None = None):
     loop = RunLoop(CONFIG, programs, logger, None, StopRequest(), 0, stop_after)
     outcome = loop.run(np.zeros(2, np.int64))
     logger.close("finished")
-    return outcome, metric_history(None, logger, members_of(CONFIG)), loop
+    return outcome, records_to_arrays(logger.memory.records, members_of(CONFIG)), loop
 
 
 def test_the_chunks_run_the_whole_run_and_every_update_is_recorded():

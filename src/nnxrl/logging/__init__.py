@@ -110,20 +110,23 @@ def make_logger(
     mlflow_run_id: str | None = None,
     start_update: int = 0,
 ) -> MetricLogger:
-    """metrics.jsonl, then each configured backend that starts, then ``extra``.
+    """metrics.jsonl, the records in memory (``RunResult.metrics``), then each
+    configured backend that starts, then ``extra``.
     On resume, ``mlflow_run_id`` is the MLflow run to continue and ``start_update``
     the update the run starts from."""
-    from nnxrl.logging.jsonl import JsonlBackend
+    from nnxrl.logging.jsonl import JsonlBackend, read_records
     from nnxrl.logging.memory import MemoryBackend
 
-    if out_dir is None:  # nothing is written: records are kept in memory
+    if out_dir is None:  # nothing is written
         memory = MemoryBackend()
         shown = [make_backend("console", config, None)] if console else []
         return MetricLogger(
             [memory, *shown, *extra], config.batch_size, members_of(config), quiet=not console
         )
     out_dir = Path(out_dir)
-    backends: list[Backend] = [JsonlBackend(out_dir, start_update)]
+    earlier = read_records(out_dir / "metrics.jsonl") if start_update else []
+    resumed_after = [r for r in earlier if r["update"] <= start_update]
+    backends: list[Backend] = [JsonlBackend(out_dir, start_update), MemoryBackend(resumed_after)]
     for name in config.logging.backends:
         if name == "console" and not console:
             continue

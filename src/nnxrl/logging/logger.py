@@ -157,7 +157,7 @@ class MetricLogger:
         self.members = members if isinstance(members, Members) else Members(members)
         # the record of truth (metrics.jsonl), whose failure stops the run
         self.record = next((b for b in backends if b.name == "jsonl"), None)
-        # the records kept in memory when nothing is written (or None)
+        # every record of the run, kept in memory (RunResult.metrics)
         self.memory = next((b for b in backends if b.name == "memory"), None)
         self.workers = [_Worker(b, rest=b is not self.record, quiet=quiet) for b in backends]
         self._queue: queue.Queue = queue.Queue()

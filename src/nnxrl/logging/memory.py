@@ -1,5 +1,5 @@
-"""In-memory backend: keeps every record, for runs that write nothing (``nnxrl.train``
-with ``out_dir=None``)."""
+"""In-memory backend: keeps every record of the run, from which ``nnxrl.train`` gives
+``RunResult.metrics`` (a resumed run's starts with the records it resumed after)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from nnxrl.logging.records import LogBatch
 class MemoryBackend:
     name = "memory"
 
-    def __init__(self) -> None:
-        self.records: list[dict] = []
+    def __init__(self, earlier: list[dict] | None = None) -> None:
+        self.records: list[dict] = list(earlier or [])
 
     def open(self) -> None:
         pass

@@ -21,8 +21,7 @@ import numpy as np
 
 from nnxrl import config as config_lib
 from nnxrl.errors import NonFiniteError, Stopped, StorageError
-from nnxrl.logging import Backend, Members, make_logger, members_of
-from nnxrl.logging.jsonl import read_records
+from nnxrl.logging import Backend, make_logger, members_of
 from nnxrl.logging.records import records_to_arrays
 from nnxrl.parallel.devices import is_main_process, start_jax
 from nnxrl.parallel.mesh import host_copy
@@ -239,7 +238,6 @@ def result_of(
     outcome = ran.outcome
     final_returns, final_episodes = final_window(outcome.last_metrics)
     steps = (config.num_updates - start.update) * config.batch_size * config.num_members
-    main = is_main_process()
     return RunResult(
         out_dir=out_dir,
         final_state=outcome.state,
@@ -249,7 +247,7 @@ def result_of(
         env_steps_per_second=steps / max(outcome.seconds, 1e-9),
         final_returns=final_returns,
         final_episodes=final_episodes,
-        metrics=metric_history(out_dir if main else None, logger, members_of(config)),
+        metrics=records_to_arrays(logger.memory.records, members_of(config)),
         settings=config.settings if config.is_sweep else (),
         best_setting=ran.best,
     )
@@ -283,13 +281,6 @@ def final_window(last: dict) -> tuple[list[float | None], list[int]]:
         for v, c, bad in zip(values, counts, diverged, strict=True)
     ]
     return returns, counts
-
-
-def metric_history(out_dir: Path | None, logger: Any, members: Members) -> dict[str, np.ndarray]:
-    """The run's records as arrays: from metrics.jsonl, or kept in memory."""
-    if out_dir is None:
-        return records_to_arrays(logger.memory.records, members)
-    return records_to_arrays(read_records(out_dir / "metrics.jsonl"), members)
 
 
 def prepare_run_dir(
