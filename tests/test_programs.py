@@ -1,0 +1,84 @@
+"""run/programs.py: what compile_programs gives the run loop (init of every member,
+chunk programs compiled once per length, the state's template), seed keys, a sweep's
+hyperparameters per member, and a sweep of several programs refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from nnxrl import config as config_lib
+from nnxrl.run.programs import (
+    check_one_program,
+    compile_programs,
+    population_hyperparams,
+    seed_key,
+)
+
+CARTPOLE = Path(__file__).parents[1] / "configs" / "ppo-cartpole.yaml"
+TINY = [
+    "num_seeds=2",
+    "env.num_envs=4",
+    "ppo.num_steps=8",
+    "ppo.num_minibatches=2",
+    "ppo.num_epochs=1",
+    "network.width=16",
+    "total_env_steps=256",
+    "logging.updates_per_chunk=2",
+    "logging.backends=[]",
+]
+
+
+@pytest.fixture(scope="module")
+def programs():
+    return compile_programs(config_lib.load(CARTPOLE, TINY))
+
+
+def test_seed_keys_fold_the_index_into_the_base_seed():
+    a, b = (jax.random.key_data(seed_key(np.uint32(7), np.int32(i))) for i in (0, 1))
+    expected = jax.random.key_data(jax.random.fold_in(jax.random.key(7), 0))
+    np.testing.assert_array_equal(a, expected)
+    assert not np.array_equal(a, b)
+
+
+def test_init_gives_every_member_a_state_matching_the_template(programs):
+    state = programs.init()
+    leaves, shapes = jax.tree.leaves(state), jax.tree.leaves(programs.template)
+    assert len(leaves) == len(shapes)
+    for leaf, shape in zip(leaves, shapes, strict=True):
+        assert leaf.shape == shape.shape and leaf.dtype == shape.dtype
+        assert leaf.shape[0] == 2  # the member (seed) axis
+    weights = jax.tree.leaves(state.params)
+    assert any(not np.array_equal(w[0], w[1]) for w in weights)  # the seeds start apart
+
+
+def test_a_chunk_program_is_compiled_once_per_length(programs):
+    assert set(programs.chunk_programs) == {2}
+    assert programs.chunk(2) is programs.chunk(2)
+    one = programs.chunk(1)  # a resumed run's last chunk may be shorter
+    assert programs.chunk(1) is one and set(programs.chunk_programs) == {1, 2}
+    state, metrics = one(programs.init(), programs.hp)
+    assert metrics["loss/total"].shape == (2, 1)
+    assert np.isfinite(np.asarray(metrics["loss/total"])).all()
+    assert jax.tree.leaves(state)[0].shape[0] == 2
+
+
+def test_a_sweeps_hyperparameters_are_per_member_setting_major():
+    config = config_lib.load(
+        CARTPOLE, [*TINY, "num_seeds=3", "sweep.grid={ppo.learning_rate: [0.001, 0.002]}"]
+    )
+    hp = population_hyperparams(config)
+    np.testing.assert_allclose(hp.learning_rate, [0.001] * 3 + [0.002] * 3)
+    assert hp.gamma.shape == (6,)
+
+
+def test_a_sweep_of_several_programs_is_refused_naming_train_groups():
+    config = config_lib.load(
+        CARTPOLE, [*TINY, "sweep.grid={network.width: [16, 32]}", "sweep.allow_recompile=true"]
+    )
+    with pytest.raises(config_lib.ConfigError, match=r"network.width .*nnxrl.train_groups"):
+        check_one_program(config)
+    check_one_program(config_lib.load(CARTPOLE, TINY))  # one program: nothing to say
