@@ -31,6 +31,7 @@ except ImportError:  # trees from before parallel/
 use_cpu_devices()
 import jax
 from nnxrl import config as C
+from nnxrl.run import schedule
 name, path, overrides, chunks = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
 if "compile_cache" in C.Config.__dataclass_fields__:  # time cold compiles on both sides
     overrides = [*overrides, "compile_cache.enabled=false"]
@@ -43,7 +44,7 @@ for module in ("nnxrl.run.programs", "nnxrl.programs", "nnxrl.train"):  # newest
 config = C.load(path, overrides)
 programs = compile_programs(config)
 if hasattr(programs, "chunk_programs"):  # a program per chunk length
-    chunk = programs.chunk(config.updates_per_chunk)
+    chunk = programs.chunk(schedule.updates_per_chunk(config))
 else:
     chunk = programs.chunk
 state, metrics = chunk(programs.init(), programs.hp)
@@ -53,7 +54,7 @@ t = time.perf_counter()
 for _ in range(chunks):
     state, metrics = chunk(state, programs.hp)
 jax.block_until_ready(metrics)
-steps = chunks * config.updates_per_chunk * config.batch_size * config.num_seeds
+steps = chunks * schedule.updates_per_chunk(config) * schedule.batch_size(config) * config.num_seeds
 print(json.dumps({"compile_s": compile_s, "sps": steps / (time.perf_counter() - t)}))
 """
 

@@ -25,6 +25,7 @@ use_cpu_devices()  # before JAX starts, as the CLI does
 import jax  # noqa: E402
 
 from nnxrl import config as C  # noqa: E402
+from nnxrl.run import schedule  # noqa: E402
 from nnxrl.run.programs import compile_programs  # noqa: E402
 
 VARIANTS = {  # name: (config, extra overrides)
@@ -59,11 +60,11 @@ def main() -> None:
         t = time.perf_counter()
         compiled = compile_programs(config)
         init, hp = compiled.init, compiled.hp
-        chunk = compiled.chunk(config.updates_per_chunk)
+        chunk = compiled.chunk(schedule.updates_per_chunk(config))
         compile_seconds[name] = time.perf_counter() - t
         state, metrics = chunk(init(), hp)  # warm-up update
         jax.block_until_ready(metrics)
-        programs[name], states[name] = (chunk, hp, config.batch_size), state
+        programs[name], states[name] = (chunk, hp, schedule.batch_size(config)), state
         print(f"{name}: compiled in {compile_seconds[name]:.1f} s", flush=True)
 
     rates: dict[str, list[float]] = {name: [] for name in variants}

@@ -22,6 +22,7 @@ use_cpu_devices()
 
 from nnxrl import config as C  # noqa: E402
 from nnxrl.logging.console import ConsoleBackend  # noqa: E402
+from nnxrl.run import schedule  # noqa: E402
 from nnxrl.run.training import run_training  # noqa: E402
 
 
@@ -53,7 +54,7 @@ def run(variant: str) -> float:
     )
     extra = ()
     if variant.startswith("console"):
-        extra = (ConsoleBackend(config.num_updates, stream=io.StringIO()),)
+        extra = (ConsoleBackend(schedule.num_updates(config), stream=io.StringIO()),)
     elif variant == "sleepy 50 ms":
         extra = (SleepyBackend(),)
     with tempfile.TemporaryDirectory() as out:

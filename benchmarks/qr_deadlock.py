@@ -28,11 +28,12 @@ import jax, jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec as P
 from nnxrl import config as C
 from nnxrl.run.programs import compile_programs
+from nnxrl.run import schedule
 
 config = C.load("configs/ppo-cartpole.yaml", ["num_seeds=2", "total_env_steps=8192",
                                               "logging.backends=[]"])
 programs = compile_programs(config)          # other programs first
-state, metrics = programs.chunk(config.updates_per_chunk)(programs.init(), programs.hp)
+state, metrics = programs.chunk(schedule.updates_per_chunk(config))(programs.init(), programs.hp)
 jax.block_until_ready(metrics)
 
 shapes = [(4, 64), (64, 64), (64, 2), (64, 1), (1345, 512), (512, 512), (512, 17)]

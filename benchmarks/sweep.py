@@ -24,6 +24,7 @@ import jax
 import numpy as np
 
 import nnxrl
+from nnxrl.run import schedule
 from nnxrl.run.programs import compile_programs
 
 BASE = ["logging.backends=[]", "checkpoint.enabled=false", "num_seeds=1"]
@@ -113,7 +114,7 @@ def chunk_memory(config) -> dict[str, float]:
     state = sum(
         int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(programs.template)
     )
-    analysis = programs.chunk(config.updates_per_chunk).memory_analysis()
+    analysis = programs.chunk(schedule.updates_per_chunk(config)).memory_analysis()
     temp = getattr(analysis, "temp_size_in_bytes", float("nan"))
     return dict(state_mb=state / 2**20, temp_mb=temp / 2**20)
 

@@ -36,6 +36,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from nnxrl import config as C  # noqa: E402
 from nnxrl.envs import make_env  # noqa: E402
+from nnxrl.run import schedule  # noqa: E402
 from nnxrl.run.compile_cache import use_compile_cache  # noqa: E402
 from nnxrl.run.programs import compile_programs, compiler_options  # noqa: E402
 from nnxrl.run.training import run_training  # noqa: E402
@@ -126,7 +127,7 @@ def chunk_sps(config: C.Config, chunks: int) -> tuple[float, float]:
     t = time.perf_counter()
     programs = compile_programs(config)
     init, hp = programs.init, programs.hp
-    chunk = programs.chunk(config.updates_per_chunk)
+    chunk = programs.chunk(schedule.updates_per_chunk(config))
     compile_seconds = time.perf_counter() - t
     state = init()
     state, m = chunk(state, hp)
@@ -137,7 +138,7 @@ def chunk_sps(config: C.Config, chunks: int) -> tuple[float, float]:
         state, m = chunk(state, hp)
         jax.block_until_ready(m)
         times.append(time.perf_counter() - t)
-    steps = config.updates_per_chunk * config.batch_size * config.num_seeds
+    steps = schedule.updates_per_chunk(config) * schedule.batch_size(config) * config.num_seeds
     return compile_seconds, steps / statistics.median(times)
 
 

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import nnxrl
+from nnxrl.run import schedule
 from nnxrl.run.chunk import train_chunk
 
 
@@ -31,7 +32,9 @@ def main(total_env_steps: int = 100_000, rates=(1e-4, 3e-4, 1e-3, 3e-3)) -> np.n
     hp = nnxrl.hyperparams_from(config)
     swept = hp._replace(learning_rate=jnp.asarray(rates, jnp.float32))
     axes = hp._replace(**{name: None for name in hp._fields})._replace(learning_rate=0)
-    run = partial(train_chunk, update_fn=ppo.update, num_updates=config.num_updates, axis_name=None)
+    run = partial(
+        train_chunk, update_fn=ppo.update, num_updates=schedule.num_updates(config), axis_name=None
+    )
     states = jax.tree.map(lambda x: jnp.stack([x] * len(rates)), state)
     _, metrics = jax.jit(jax.vmap(run, in_axes=(0, axes)))(states, swept)
     returns = np.asarray(metrics["episode_return"])  # [settings, updates]

@@ -8,13 +8,14 @@ import numpy as np
 
 import nnxrl
 from nnxrl.algos import ppo
+from nnxrl.run import schedule
 
 
 def main(total_env_steps: int = 100_000) -> np.ndarray:
     config = nnxrl.load_config("configs/ppo-cartpole.yaml", [f"total_env_steps={total_env_steps}"])
     env = nnxrl.make_env(config.env)
     # PPO from its own settings and the run's length; no add-on: the no-bonus default
-    run = nnxrl.RunFacts(num_updates=config.num_updates)
+    run = nnxrl.RunFacts(num_updates=schedule.num_updates(config))
     agent = ppo.make_ppo(config.ppo, env, run, network=config.network)
     hp = ppo.hyperparams(config.ppo)
     key = jax.random.key(config.seed)
@@ -23,13 +24,14 @@ def main(total_env_steps: int = 100_000) -> np.ndarray:
     def run(key):
         state = agent.init(key)  # networks, optimiser, envs: all inside the program
         state, metrics = jax.lax.scan(
-            lambda s, _: agent.update(s, hp), state, length=config.num_updates
+            lambda s, _: agent.update(s, hp), state, length=schedule.num_updates(config)
         )
         return state, metrics
 
     state, metrics = run(key)
     returns = np.asarray(metrics["episode_return"])
-    print(f"{config.num_updates} updates; mean return over the last 20: {returns[-20:].mean():.1f}")
+    updates = schedule.num_updates(config)
+    print(f"{updates} updates; mean return over the last 20: {returns[-20:].mean():.1f}")
     return returns
 
 

@@ -13,6 +13,7 @@ import pytest
 
 import nnxrl
 from nnxrl.errors import Stopped
+from nnxrl.run import schedule
 
 ROOT = Path(__file__).parents[1]
 TINY = ["total_env_steps=4096", "num_seeds=2", "logging.backends=[]"]
@@ -23,8 +24,8 @@ def test_train_in_memory_writes_nothing_and_matches_a_written_run(tmp_path, monk
     config = nnxrl.load_config(ROOT / "configs/ppo-cartpole.yaml", TINY)
     result = nnxrl.train(config)
     assert list(tmp_path.iterdir()) == [] and result.out_dir is None
-    assert result.metrics["loss/total"].shape == (2, config.num_updates)
-    assert list(result.metrics["update"]) == list(range(1, config.num_updates + 1))
+    assert result.metrics["loss/total"].shape == (2, schedule.num_updates(config))
+    assert list(result.metrics["update"]) == list(range(1, schedule.num_updates(config) + 1))
     assert all(x.shape[0] == 2 for x in jax.tree.leaves(result.params))
     written = nnxrl.train(config, tmp_path / "run")
     assert written.out_dir == tmp_path / "run" and (tmp_path / "run" / "metrics.jsonl").exists()
@@ -39,7 +40,7 @@ def test_a_resumed_runs_metrics_hold_the_updates_before_its_start(tmp_path, monk
     config = nnxrl.load_config(ROOT / "configs/ppo-cartpole.yaml", TINY)
     alone = nnxrl.train(config)
     with pytest.raises(Stopped):
-        nnxrl.train(config, tmp_path / "run", stop_after=config.num_updates // 2)
+        nnxrl.train(config, tmp_path / "run", stop_after=schedule.num_updates(config) // 2)
     from nnxrl.run import loop
 
     original = loop.RunLoop.run
@@ -51,7 +52,7 @@ def test_a_resumed_runs_metrics_hold_the_updates_before_its_start(tmp_path, monk
 
     monkeypatch.setattr(loop.RunLoop, "run", run_then_lose_the_file)
     resumed = nnxrl.train(config, tmp_path / "run", resume=True)
-    assert list(resumed.metrics["update"]) == list(range(1, config.num_updates + 1))
+    assert list(resumed.metrics["update"]) == list(range(1, schedule.num_updates(config) + 1))
     for name, values in alone.metrics.items():
         np.testing.assert_array_equal(values, resumed.metrics[name], err_msg=name)
 

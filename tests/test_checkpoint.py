@@ -24,7 +24,7 @@ from nnxrl.cli import main
 from nnxrl.config import setting
 from nnxrl.intrinsic import register
 from nnxrl.intrinsic.base import Addon
-from nnxrl.run import checkpoint
+from nnxrl.run import checkpoint, schedule
 from nnxrl.run.training import run_training
 
 ROOT = Path(__file__).parents[1]
@@ -340,15 +340,17 @@ def test_resume_continues_the_same_mlflow_run_without_duplicates(tmp_path):
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
     history = client.get_metric_history(runs[0].info.run_id, "episode_count")
     steps = sorted(m.step for m in history)
-    assert steps == [u * config.batch_size for u in range(1, config.num_updates + 1)]
+    assert steps == [
+        u * schedule.batch_size(config) for u in range(1, schedule.num_updates(config) + 1)
+    ]
     records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [r["update"] for r in records] == list(range(1, config.num_updates + 1))
+    assert [r["update"] for r in records] == list(range(1, schedule.num_updates(config) + 1))
     # as if killed in the end's flush, after the last checkpoint: the policy not yet
     # exported and MLflow without its last points; resuming the complete run finishes both
     written = (out / "metrics.jsonl").read_bytes()
     shutil.rmtree(out / "policy")
     run_id = runs[0].info.run_id
-    last_steps = config.batch_size * (config.num_updates - 3)
+    last_steps = schedule.batch_size(config) * (schedule.num_updates(config) - 3)
     with sqlite3.connect(out.parent / "mlflow.db") as db:
         db.execute("DELETE FROM metrics WHERE run_uuid = ? AND step > ?", (run_id, last_steps))
     assert max(m.step for m in client.get_metric_history(run_id, "episode_count")) == last_steps

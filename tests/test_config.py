@@ -1,13 +1,14 @@
 import pytest
 
 from nnxrl import config as C
+from nnxrl.run import schedule
 
 CARTPOLE = "configs/ppo-cartpole.yaml"
 
 
 def test_shipped_configs_load():
     cfg = C.load(CARTPOLE)
-    assert cfg.batch_size == 512 and cfg.num_updates == 976
+    assert schedule.batch_size(cfg) == 512 and schedule.num_updates(cfg) == 976
     craftax = C.load("configs/ppo-craftax-classic-symbolic.yaml")
     assert craftax.env.reset_ratio == 16 and craftax.network.width == 512
 

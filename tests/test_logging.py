@@ -14,6 +14,7 @@ import pytest
 from nnxrl import config as C
 from nnxrl.logging.mlflow_tracker import local_store_uri
 from nnxrl.logging.records import aggregate, chunk_to_records
+from nnxrl.run import schedule
 from nnxrl.run.training import run_training
 
 TINY = ["total_env_steps=2048", "ppo.num_steps=32", "num_seeds=2", "logging.updates_per_chunk=2"]
@@ -189,9 +190,9 @@ def test_runs_in_one_folder_share_a_store_and_one_seed_logs_no_spread(tmp_path):
     # 16 updates, about 5 points: every 4th update
     assert steps["a"] == [u * 128 for u in (4, 8, 12, 16)]
     # 976 updates, about 200 points: every 5th and the last
-    updates = cartpole.num_updates
+    updates = schedule.num_updates(cartpole)
     expected = [u for u in range(1, updates + 1) if u % 5 == 0 or u == updates]
-    assert steps["b"] == [u * cartpole.batch_size for u in expected]
+    assert steps["b"] == [u * schedule.batch_size(cartpole) for u in expected]
     growth = (tmp_path / "mlflow.db").stat().st_size - size_after_first
     assert growth < 2 * (second / "metrics.jsonl").stat().st_size, growth
 

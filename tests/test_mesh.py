@@ -24,7 +24,7 @@ import pytest
 from nnxrl import config as config_lib
 from nnxrl.parallel.devices import process_group
 from nnxrl.parallel.mesh import make_layout, mesh_shape, split_envs
-from nnxrl.run import checkpoint
+from nnxrl.run import checkpoint, schedule
 from nnxrl.run.programs import compile_programs
 from nnxrl.schema import ConfigError
 
@@ -307,7 +307,7 @@ def gathered_sizes(hlo: str) -> dict[str, list[int]]:
 def test_training_data_crosses_devices_only_in_the_invariant_variant(invariant):
     c = config("num_seeds=1", "mesh.envs=2", f"mesh.invariant={str(invariant).lower()}")
     programs = compile_programs(c)
-    sizes = gathered_sizes(programs.chunk(c.updates_per_chunk).as_text())
+    sizes = gathered_sizes(programs.chunk(schedule.updates_per_chunk(c)).as_text())
     rollout = c.ppo.num_steps * c.env.num_envs  # T x B: one number per step of every env
     assert sizes["all-to-all"] == []
     if invariant:  # the batch (observations: 4 numbers per step) is gathered every epoch

@@ -11,6 +11,7 @@ import pytest
 
 from nnxrl import config as C
 from nnxrl.cli import main
+from nnxrl.run import schedule
 from nnxrl.shipped_configs import find_config, shipped_configs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +45,7 @@ def test_the_wheel_installs_and_trains_a_shipped_config_by_name(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert (elsewhere / "run" / "policy" / "policy.yaml").is_file()
     lines = (elsewhere / "run" / "metrics.jsonl").read_text().splitlines()
-    assert len(lines) == C.load(ROOT / "configs/ppo-cartpole.yaml", args[3:4]).num_updates
+    assert len(lines) == schedule.num_updates(C.load(ROOT / "configs/ppo-cartpole.yaml", args[3:4]))
 
 
 def test_configs_are_found_by_name_and_a_wrong_name_lists_them(tmp_path, monkeypatch, capsys):

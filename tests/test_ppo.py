@@ -9,6 +9,7 @@ import pytest
 
 from nnxrl import config as C
 from nnxrl.envs import make_env
+from nnxrl.run import schedule
 from nnxrl.run.algorithms import hyperparams_from, make_algorithm
 from nnxrl.run.chunk import train_chunk
 
@@ -30,7 +31,10 @@ def build(*overrides):
 def chunk_of(config, ppo):
     """A chunk of updates without the cross-seed guard (these tests vmap other axes)."""
     return partial(
-        train_chunk, update_fn=ppo.update, num_updates=config.updates_per_chunk, axis_name=None
+        train_chunk,
+        update_fn=ppo.update,
+        num_updates=schedule.updates_per_chunk(config),
+        axis_name=None,
     )
 
 

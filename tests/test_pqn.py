@@ -18,6 +18,7 @@ from nnxrl.cli import main
 from nnxrl.config import ConfigError, NetworkConfig
 from nnxrl.envs import env_spec
 from nnxrl.networks import build_network, greedy_values
+from nnxrl.run import schedule
 from nnxrl.run.algorithms import hyperparams_from
 
 PQN_CARTPOLE = "configs/pqn-cartpole.yaml"
@@ -99,7 +100,7 @@ def test_pqn_settings_are_checked_with_named_errors():
     with pytest.raises(ConfigError, match=r"ppo: a section.*or set algo: ppo"):
         config_lib.load("configs/ppo-cartpole.yaml", ["algo=pqn"])
     config = config_lib.load(PQN_CARTPOLE)
-    assert config.batch_size == 32 * 64 and config.num_updates == 244
+    assert schedule.batch_size(config) == 32 * 64 and schedule.num_updates(config) == 244
 
 
 METRICS = {

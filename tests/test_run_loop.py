@@ -11,6 +11,7 @@ import numpy as np
 from nnxrl import config as config_lib
 from nnxrl.logging import make_logger, members_of
 from nnxrl.logging.records import records_to_arrays
+from nnxrl.run import schedule
 from nnxrl.run.loop import RunLoop
 from nnxrl.run.stop import StopRequest
 
@@ -62,7 +63,7 @@ def run_loop(programs: Programs, stop_after: int | None = None):
 def test_the_chunks_run_the_whole_run_and_every_update_is_recorded():
     programs = Programs()
     outcome, history, _ = run_loop(programs)
-    assert (outcome.kind, outcome.update) == ("finished", 20) and CONFIG.num_updates == 20
+    assert (outcome.kind, outcome.update) == ("finished", 20) and schedule.num_updates(CONFIG) == 20
     assert programs.lengths == [5, 5, 5, 5]
     assert list(history["update"]) == list(range(1, 21))
     np.testing.assert_array_equal(history["loss/total"][1], np.arange(1, 21))

@@ -21,6 +21,7 @@ from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import records_to_arrays
 from nnxrl.run import checkpoint
 from nnxrl.run.algorithms import hyperparams_from as hyperparams_for
+from nnxrl.sweeps import population
 from nnxrl.sweeps import space as sweep
 
 ROOT = Path(__file__).parents[1]
@@ -211,7 +212,7 @@ def test_the_population_is_split_over_the_mesh():
         CARTPOLE, [*SMALL, *GRID, "logging.backends=[]", "checkpoint.enabled=false"]
     )
     programs = compile_programs(config)
-    assert programs.layout.seed_shards == 2 and config.num_members == 8
+    assert programs.layout.seed_shards == 2 and population.num_members(config) == 8
     assert programs.hp.learning_rate.shape == (8,)
     assert programs.hp.learning_rate.sharding.spec == PartitionSpec("seeds")
     np.testing.assert_allclose(
@@ -226,8 +227,10 @@ def test_a_random_sweep_is_reproducible_from_its_seed_and_in_bounds():
     )
     make = lambda *more: config_lib.load(CARTPOLE, [spec, "sweep.num_samples=64", *more])  # noqa: E731
     first, again, other = make(), make(), make("sweep.seed=1")
-    assert first.settings == again.settings and first.settings != other.settings
-    values = [v for _, v in first.settings]
+    assert population.settings(first) == population.settings(again) and population.settings(
+        first
+    ) != population.settings(other)
+    values = [v for _, v in population.settings(first)]
     assert len(values) == 64
     rates = np.asarray([v["ppo.learning_rate"] for v in values])
     assert np.all((rates >= 1e-5) & (rates <= 1e-2))
@@ -240,9 +243,9 @@ def test_a_random_sweep_is_reproducible_from_its_seed_and_in_bounds():
     both = config_lib.load(
         CARTPOLE, [spec, "sweep.num_samples=3", "sweep.grid={ppo.ent_coef: [0.0, 0.01]}"]
     )
-    assert [v["ppo.ent_coef"] for _, v in both.settings] == [0.0] * 3 + [0.01] * 3
-    assert [v["ppo.gamma"] for _, v in both.settings][:3] == [
-        v["ppo.gamma"] for _, v in both.settings
+    assert [v["ppo.ent_coef"] for _, v in population.settings(both)] == [0.0] * 3 + [0.01] * 3
+    assert [v["ppo.gamma"] for _, v in population.settings(both)][:3] == [
+        v["ppo.gamma"] for _, v in population.settings(both)
     ][3:]
 
 
@@ -361,8 +364,8 @@ def test_a_pqn_sweep_trains_its_own_coefficients():
 
 def test_the_shipped_sweep_config_is_one_program_of_32_members():
     config = config_lib.load("sweep-ppo-cartpole")
-    assert len(config.settings) == 8 and config.num_members == 32
-    assert config.settings[1][1] == {"ppo.learning_rate": 1e-4, "ppo.ent_coef": 0.01}
+    assert len(population.settings(config)) == 8 and population.num_members(config) == 32
+    assert population.settings(config)[1][1] == {"ppo.learning_rate": 1e-4, "ppo.ent_coef": 0.01}
     assert not sweep.untraced_keys(config.sweep, config_lib.traced_keys(config))
 
 

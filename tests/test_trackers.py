@@ -8,6 +8,7 @@ import pytest
 
 from nnxrl import config as C
 from nnxrl.logging.mlflow_tracker import local_store_uri
+from nnxrl.run import schedule
 from nnxrl.run.training import run_training
 
 TINY = ["total_env_steps=2048", "ppo.num_steps=32", "num_seeds=2", "logging.updates_per_chunk=2"]
@@ -89,4 +90,6 @@ def test_tensorboard_switched_on_at_resume_gets_the_earlier_records(tmp_path):
     resumed = C.load("configs/ppo-cartpole.yaml", [*TINY, "logging.backends=[tensorboard]"])
     run_training(resumed, out, quiet=True, resume=True)
     steps = [e.step for e in accumulator(out / "tensorboard").Scalars("loss/total")]
-    assert steps == [u * config.batch_size for u in range(1, config.num_updates + 1)]
+    assert steps == [
+        u * schedule.batch_size(config) for u in range(1, schedule.num_updates(config) + 1)
+    ]

@@ -8,6 +8,7 @@ import yaml
 
 from nnxrl import config as C
 from nnxrl.cli import main
+from nnxrl.run import schedule
 
 TINY = ["total_env_steps=2048", "ppo.num_steps=32", "env.num_envs=4", "num_seeds=2"]
 
@@ -62,7 +63,7 @@ def test_learning_rate_anneals_to_exactly_zero(tiny_run):
     records = read_jsonl(tiny_run / "metrics.jsonl")
     cfg = C.load(tiny_run / "config.yaml")
     steps = cfg.ppo.num_epochs * cfg.ppo.num_minibatches
-    total = cfg.num_updates * steps
+    total = schedule.num_updates(cfg) * steps
     # the metric is the mean over the update's optimiser steps k .. k + steps - 1
     for r in records:
         k0 = (r["update"] - 1) * steps

@@ -26,6 +26,8 @@ from typing import Any
 
 from nnxrl import config as config_lib
 from nnxrl.parallel.devices import is_main_process, use_cpu_devices
+from nnxrl.run import schedule
+from nnxrl.sweeps import population
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -38,10 +40,11 @@ def _train(args: argparse.Namespace) -> int:
     config, out_dir = _train_target(args)
     main = is_main_process()  # in a multi-process run the others stay silent
     if main:
-        settings = f" x {len(config.settings)} settings" if config.is_sweep else ""
+        settings = f" x {len(population.settings(config))} settings" if config.is_sweep else ""
         print(
             f"nnxrl: training {config.env.id} for {config.total_env_steps} env steps x "
-            f"{config.num_seeds} seed(s){settings} ({config.num_updates} updates) -> {out_dir}",
+            f"{config.num_seeds} seed(s){settings} ({schedule.num_updates(config)} updates) "
+            f"-> {out_dir}",
             flush=True,
         )
     resume, result = bool(args.resume), None

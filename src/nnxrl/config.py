@@ -9,10 +9,8 @@ binds what it needs with ``functools.partial`` at build time.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +24,7 @@ from nnxrl.envs.settings import EnvConfig
 from nnxrl.networks.registry import check_network, network_kind
 from nnxrl.networks.settings import NetworkSettings as NetworkConfig
 from nnxrl.parallel.settings import DistributedConfig, MeshConfig
+from nnxrl.run import schedule
 from nnxrl.schema import ConfigError, parse_yaml, setting, to_dict
 from nnxrl.sweeps import space as sweep_lib
 
@@ -255,43 +254,10 @@ class Config:
         why = f" (algo is {algo!r}: its section is config.{algo})" if algo else ""
         raise AttributeError(f"'Config' object has no attribute {name!r}{why}")
 
-    # Derived quantities ---------------------------------------------------------------
-    @property
-    def batch_size(self) -> int:
-        """Transitions per update per seed: num_envs * num_steps."""
-        return self.env.num_envs * self.algo_config.num_steps
-
-    @property
-    def num_updates(self) -> int:
-        return self.total_env_steps // self.batch_size
-
-    @property
-    def updates_per_chunk(self) -> int:
-        """Updates per compiled chunk: the configured value, or the largest divisor of
-        num_updates that gives at least ~50 chunks."""
-        if self.logging.updates_per_chunk is not None:
-            return self.logging.updates_per_chunk
-        target = max(1, self.num_updates // 50)
-        return max(d for d in range(1, target + 1) if self.num_updates % d == 0)
-
     @property
     def is_sweep(self) -> bool:
         """Whether the ``sweep`` section asks for more than one setting."""
         return sweep_lib.is_active(self.sweep)
-
-    @cached_property
-    def settings(self) -> tuple[tuple[int, dict], ...]:
-        """(index, values) of every setting this run trains (``sweeps/space.py``); a run that
-        is not a sweep has one, ``(0, {})``."""
-        if not self.is_sweep:
-            return ((0, {}),)
-        return tuple(sweep_lib.selected(self.sweep))
-
-    @property
-    def num_members(self) -> int:
-        """The population the program trains: settings x seeds (member m is seed
-        m % num_seeds of the run's setting m // num_seeds)."""
-        return len(self.settings) * self.num_seeds
 
 
 # --------------------------------------------------------------------------------------
@@ -302,17 +268,18 @@ class Config:
 def validate(config: Config) -> Config:
     """Reject impossible combinations; returns the config unchanged when it is sound."""
     env, algo, name = config.env, config.algo_config, config.algo
+    batch = schedule.batch_size(config)
     check_network(config.network.kind, config.network.options, algorithm(name).head)
     if env.num_envs % env.reset_ratio:
         raise ConfigError(
             f"env.reset_ratio: {env.reset_ratio} does not divide env.num_envs={env.num_envs}; "
             "choose a divisor of num_envs"
         )
-    if config.batch_size % algo.num_minibatches:
+    if batch % algo.num_minibatches:
         raise ConfigError(
             f"{name}.num_minibatches: {algo.num_minibatches} does not divide the batch of "
             f"env.num_envs * {name}.num_steps = {env.num_envs} * {algo.num_steps} = "
-            f"{config.batch_size} transitions; choose a divisor of {config.batch_size}"
+            f"{batch} transitions; choose a divisor of {batch}"
         )
     if network_kind(config.network.kind).sequences and env.num_envs % algo.num_minibatches:
         raise ConfigError(
@@ -320,35 +287,41 @@ def validate(config: Config) -> Config:
             f"{env.num_envs}; a recurrent network trains on minibatches of whole env "
             "sequences, so choose a divisor of num_envs"
         )
-    if config.batch_size > MAX_BATCH:
+    if batch > MAX_BATCH:
         raise ConfigError(
             f"env.num_envs: {env.num_envs} envs x {name}.num_steps={algo.num_steps} make a "
-            f"batch of {config.batch_size:,} transitions, more than the {MAX_BATCH:,} one "
+            f"batch of {batch:,} transitions, more than the {MAX_BATCH:,} one "
             f"compiled program can index; lower env.num_envs or {name}.num_steps"
         )
-    if config.total_env_steps < config.batch_size:
+    if config.total_env_steps < batch:
         raise ConfigError(
             f"total_env_steps: {config.total_env_steps} is below one batch of "
-            f"env.num_envs * {name}.num_steps = {config.batch_size}; it must be at least that"
+            f"env.num_envs * {name}.num_steps = {batch}; it must be at least that"
         )
-    chunk = config.logging.updates_per_chunk
-    if chunk is not None and config.num_updates % chunk:
-        raise ConfigError(
-            f"logging.updates_per_chunk: {chunk} does not divide the {config.num_updates} "
-            f"updates (total_env_steps // (env.num_envs * {config.algo}.num_steps)); "
-            "choose a divisor"
-        )
-    every = config.checkpoint.every_updates
-    if every is not None and every % config.updates_per_chunk:
-        raise ConfigError(
-            f"checkpoint.every_updates: {every} is not a multiple of the "
-            f"{config.updates_per_chunk} updates per chunk (logging.updates_per_chunk); "
-            "checkpoints are taken between chunks"
-        )
+    _validate_schedule(config)
     _validate_intrinsic(config)
     _validate_sweep(config)
     _validate_mesh(config)
     return config
+
+
+def _validate_schedule(config: Config) -> None:
+    """The updates split into whole chunks, and checkpoints fall between chunks
+    (``run/schedule.py``)."""
+    chunk, updates = config.logging.updates_per_chunk, schedule.num_updates(config)
+    if chunk is not None and updates % chunk:
+        raise ConfigError(
+            f"logging.updates_per_chunk: {chunk} does not divide the {updates} "
+            f"updates (total_env_steps // (env.num_envs * {config.algo}.num_steps)); "
+            "choose a divisor"
+        )
+    every, per_chunk = config.checkpoint.every_updates, schedule.updates_per_chunk(config)
+    if every is not None and every % per_chunk:
+        raise ConfigError(
+            f"checkpoint.every_updates: {every} is not a multiple of the "
+            f"{per_chunk} updates per chunk (logging.updates_per_chunk); "
+            "checkpoints are taken between chunks"
+        )
 
 
 def _validate_sweep(config: Config) -> None:
@@ -363,14 +336,15 @@ def _validate_sweep(config: Config) -> None:
     others = set(algorithm_settings()) - {config.algo}  # other algorithms' keys: unknown
     known = [key for key, _, _ in describe() if key.split(".")[0] not in others]
     sweep_lib.check_keys(sweep, traced_keys(config), known, config.algo)
-    if not config.settings:
+    settings = sweep_lib.selected(sweep)
+    if not settings:
         raise ConfigError(
             f"sweep.only: {sweep.only} matches none of the sweep's settings; give values "
             "the sweep takes"
         )
-    for index, values in config.settings:
+    for index, values in settings:
         try:
-            setting_config(config, index)
+            with_values(config, values)
         except ConfigError as e:
             raise ConfigError(
                 f"sweep: setting {index} ({schema.describe_values(values)}) is not a "
@@ -378,10 +352,9 @@ def _validate_sweep(config: Config) -> None:
             ) from None
 
 
-def setting_config(config: Config, index: int) -> Config:
-    """The plain config of setting ``index`` of a sweep: ``config`` with the setting's
-    values and no sweep section (what best.yaml holds; ``nnxrl train`` trains it alone)."""
-    values = dict(config.settings)[index] if config.is_sweep else {}
+def with_values(config: Config, values: Mapping[str, Any]) -> Config:
+    """``config`` with the dotted keys of ``values`` set and no sweep section, checked
+    (a sweep's setting as a config of its own: ``sweeps/population.py``)."""
     data = to_dict(config)
     data.pop("sweep")
     for key, value in values.items():
@@ -393,21 +366,13 @@ def setting_config(config: Config, index: int) -> Config:
     return validate(schema.build(Config, data))
 
 
-def program_config(config: Config) -> Config:
-    """The config the compiled program is built from: that of the run's first setting
-    (every setting of one program shares the untraced values; the traced ones enter
-    as values, ``hyperparams_of``)."""
-    if not config.is_sweep:
-        return config
-    return dataclasses.replace(setting_config(config, config.settings[0][0]), sweep=config.sweep)
-
-
 def _validate_mesh(config: Config) -> None:
     """What can be checked without knowing the devices (``parallel/mesh.py`` checks the rest)."""
     seeds, envs = config.mesh.seeds, config.mesh.envs
-    if seeds is not None and config.num_members % seeds:
+    settings = len(sweep_lib.selected(config.sweep)) if config.is_sweep else 1
+    if seeds is not None and (settings * config.num_seeds) % seeds:
         population = (
-            f"the population of {len(config.settings)} settings x {config.num_seeds} seeds"
+            f"the population of {settings} settings x {config.num_seeds} seeds"
             if config.is_sweep
             else f"num_seeds={config.num_seeds}"
         )
@@ -455,7 +420,8 @@ def check_parts(config: Config) -> Config:
     checked each (those that differ in the env, network, add-on or algorithm)."""
     from nnxrl.envs.registry import check_env_config
 
-    configs = [setting_config(config, i) for i, _ in config.settings] if config.is_sweep else []
+    settings = sweep_lib.selected(config.sweep) if config.is_sweep else []
+    configs = [with_values(config, values) for _, values in settings]
     seen = set()
     for c in [config, *configs]:
         parts = repr((c.algo, to_dict(c.env), to_dict(c.network), to_dict(c.intrinsic)))

@@ -31,6 +31,7 @@ from nnxrl.envs import check_env_config, env_spec
 from nnxrl.networks import EpsilonGreedy, acting_values, build_network
 from nnxrl.ops.running_moments import Moments
 from nnxrl.run import own_files
+from nnxrl.sweeps import population
 
 MOMENTS = ("count", "mean", "var")  # the observation moments' fields, saved beside params
 MOMENTS_PREFIX = "obs_normalizer."
@@ -134,10 +135,10 @@ def setting_policy(
     check_setting(config, setting)
     if not config.is_sweep:
         return policy_of(config, params, obs_moments)
-    position = [index for index, _ in config.settings].index(setting)
+    position = [index for index, _ in population.settings(config)].index(setting)
     n = config.num_seeds
     rows = jax.tree.map(lambda x: x[position * n : (position + 1) * n], (params, obs_moments))
-    policy = policy_of(config_lib.setting_config(config, setting), *rows)
+    policy = policy_of(population.setting_config(config, setting), *rows)
     policy.setting = setting
     return policy
 
@@ -151,7 +152,7 @@ def check_setting(config: config_lib.Config, setting: int | None) -> None:
                 f"--setting: {setting} given, but the run is not a sweep; leave it out"
             )
         return
-    indices = [index for index, _ in config.settings]
+    indices = [index for index, _ in population.settings(config)]
     if setting not in indices:
         given = "none was given" if setting is None else f"{setting} is not one of them"
         raise config_lib.ConfigError(
@@ -289,7 +290,7 @@ def policy_from_checkpoint(
     meta = checkpoint.load_meta(run_dir, update)
     config = config_lib.from_dict(meta["config"])
     check_setting(config, setting)
-    static = config_lib.program_config(config)  # a sweep's settings share the network
+    static = population.program_config(config)  # a sweep's settings share the network
     num_values = static.intrinsic.num_reward_streams
     head = algorithm(static.algo).head
     graphdef, template = _network_template(static.env, static.network, num_values, head)

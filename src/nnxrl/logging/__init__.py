@@ -12,13 +12,15 @@ from pathlib import Path
 from nnxrl.logging.logger import Backend, MetricLogger, brief
 from nnxrl.logging.records import LogBatch, Members
 from nnxrl.logging.run_info import run_tags
+from nnxrl.run import schedule
+from nnxrl.sweeps import population
 
 __all__ = ["Backend", "LogBatch", "Members", "MetricLogger", "make_logger", "members_of"]
 
 
 def members_of(config) -> Members:
     """Who the rows of ``config``'s metrics are: its seeds, or a sweep's settings x seeds."""
-    return Members(config.num_seeds, config.settings if config.is_sweep else None)
+    return Members(config.num_seeds, population.settings(config) if config.is_sweep else None)
 
 
 def make_backend(
@@ -37,11 +39,11 @@ def _console(config, out_dir: Path, mlflow_run_id: str | None, start_update: int
     if out_dir is not None and config.checkpoint.enabled:
         resume = f"nnxrl train --resume {out_dir}"
     return ConsoleBackend(
-        config.num_updates,
+        schedule.num_updates(config),
         config.logging.print_every,
         return_window=config.logging.return_window,
         resume_command=resume,
-        num_settings=len(config.settings),
+        num_settings=len(population.settings(config)),
     )
 
 
@@ -59,7 +61,7 @@ def _mlflow(config, out_dir: Path, mlflow_run_id: str | None, start_update: int)
         start_update=start_update,
         tags=run_tags(config, out_dir),
         num_seeds=config.num_seeds,
-        num_updates=config.num_updates,
+        num_updates=schedule.num_updates(config),
         points=config.logging.tracker_points,
         sweep=config.is_sweep,
     )
@@ -88,7 +90,7 @@ def _tensorboard(config, out_dir: Path, mlflow_run_id: str | None, start_update:
         config_lib.to_dict(config),
         tags=run_tags(config, out_dir),
         num_seeds=config.num_seeds,
-        num_updates=config.num_updates,
+        num_updates=schedule.num_updates(config),
         points=config.logging.tracker_points,
         start_update=start_update,
     )
@@ -121,7 +123,10 @@ def make_logger(
         memory = MemoryBackend()
         shown = [make_backend("console", config, None)] if console else []
         return MetricLogger(
-            [memory, *shown, *extra], config.batch_size, members_of(config), quiet=not console
+            [memory, *shown, *extra],
+            schedule.batch_size(config),
+            members_of(config),
+            quiet=not console,
         )
     out_dir = Path(out_dir)
     earlier = read_records(out_dir / "metrics.jsonl") if start_update else []
@@ -140,5 +145,5 @@ def make_logger(
                 flush=True,
             )
     return MetricLogger(
-        [*backends, *extra], config.batch_size, members_of(config), quiet=not console
+        [*backends, *extra], schedule.batch_size(config), members_of(config), quiet=not console
     )

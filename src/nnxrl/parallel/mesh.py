@@ -35,6 +35,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from nnxrl.config import Config, ConfigError, env_split_problem
+from nnxrl.sweeps import population
 
 SEEDS, ENVS = "seeds", "envs"  # the mesh's axis names
 
@@ -128,13 +129,13 @@ def mesh_shape(config: Config, num_devices: int, envs_too: bool = True) -> tuple
         if m.envs > num_devices:
             raise ConfigError(f"mesh.envs: {m.envs} is more than the {num_devices} devices")
         free = num_devices // m.envs
-        return max(d for d in range(1, free + 1) if config.num_members % d == 0), m.envs
+        return max(d for d in range(1, free + 1) if population.num_members(config) % d == 0), m.envs
     if m.seeds is not None:
         if m.seeds > num_devices:
             raise ConfigError(f"mesh.seeds: {m.seeds} is more than the {num_devices} devices")
         seeds = m.seeds
     else:
-        seeds = math.gcd(config.num_members, num_devices)
+        seeds = math.gcd(population.num_members(config), num_devices)
     return seeds, largest_env_split(config, num_devices // seeds) if envs_too else 1
 
 

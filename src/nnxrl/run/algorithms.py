@@ -14,6 +14,7 @@ from nnxrl.algos.settings import RewardStreams, RunFacts
 from nnxrl.config import Config, IntrinsicConfig
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon
+from nnxrl.run import schedule
 
 
 def make_algorithm(
@@ -39,7 +40,7 @@ def hyperparams_from(config: Config) -> Any:
 def run_facts(config: Config, shuffle_groups: int = 1) -> RunFacts:
     """What the algorithm needs to know of the run ``config`` describes."""
     return RunFacts(
-        num_updates=config.num_updates,
+        num_updates=schedule.num_updates(config),
         return_window=config.logging.return_window,
         shuffle_groups=shuffle_groups,
     )

@@ -31,7 +31,7 @@ from nnxrl import config as config_lib
 from nnxrl.errors import StorageError
 from nnxrl.logging import MetricLogger
 from nnxrl.parallel.devices import any_process, is_main_process
-from nnxrl.run import checkpoint, run_dir
+from nnxrl.run import checkpoint, run_dir, schedule
 from nnxrl.run.stop import StopRequest
 
 
@@ -69,15 +69,15 @@ class RunLoop:
         self.failure = ""  # set by hand_over when a chunk holds a non-finite value
 
     def run(self, state: Any) -> Outcome:
-        config, upc = self.config, self.config.updates_per_chunk
+        config, upc = self.config, schedule.updates_per_chunk(self.config)
         jax.block_until_ready(state)
         self.logger.start_clock()
         started = time.perf_counter()
         pending: deque = deque()  # (metrics, first update) dispatched, not handed over
         update = self.start_update
         (halt,) = any_process(self.stop.requested)
-        while update < config.num_updates and not halt:
-            count = min(upc, config.num_updates - update)
+        while update < schedule.num_updates(config) and not halt:
+            count = min(upc, schedule.num_updates(config) - update)
             state, metrics = self.programs.chunk(count)(state, self.programs.hp)
             pending.append((metrics, update + 1))
             previous, update = update, update + count
@@ -93,7 +93,7 @@ class RunLoop:
             save_now, halt = any_process(save_now, failed or self.stop.requested)
             if failed:
                 break
-            if save_now and update < config.num_updates:
+            if save_now and update < schedule.num_updates(config):
                 self.save_periodic(state, update)
         good = self.hand_over(pending, keep=0)
         if good is not None:
@@ -104,7 +104,7 @@ class RunLoop:
         if self.logger.record_error() is not None:
             return self.stop_unrecorded(state, update, seconds)
         self.save(state, update)
-        kind = "finished" if update >= config.num_updates else "stopped"
+        kind = "finished" if update >= schedule.num_updates(config) else "stopped"
         return Outcome(kind, update, state, seconds, self.last)
 
     def hand_over(self, pending: deque, keep: int) -> int | None:

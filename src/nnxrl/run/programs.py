@@ -23,10 +23,12 @@ from nnxrl.envs import EnvSpec, make_env
 from nnxrl.intrinsic import addon_for
 from nnxrl.parallel.devices import start_jax
 from nnxrl.parallel.mesh import Layout, make_layout, shuffle_groups, state_shardings, with_num_envs
+from nnxrl.run import schedule
 from nnxrl.run.algorithms import hyperparams_from, make_algorithm
 from nnxrl.run.chunk import SEED_AXIS, train_chunk
 from nnxrl.run.compile_cache import use_compile_cache
 from nnxrl.run.resources import check_fits
+from nnxrl.sweeps import population
 
 
 def seed_key(seed: jax.Array, index: jax.Array) -> jax.Array:
@@ -69,7 +71,7 @@ def compile_programs(config: config_lib.Config) -> Programs:
     use_compile_cache(config.compile_cache)
     check_one_program(config)
     layout = make_layout(config)
-    static = config_lib.program_config(config)
+    static = population.program_config(config)
     algo = build_algorithm(static)
     shardings: Any = layout.by_seed  # every leaf split along its seed axis only
     if layout.env_shards > 1:  # and the env axes found by shaping the state twice
@@ -102,8 +104,10 @@ def compile_programs(config: config_lib.Config) -> Programs:
             .compile(options)
         )
 
-    chunks = {config.updates_per_chunk: compile_chunk(config.updates_per_chunk)}
-    check_fits(config, {"init": init_compiled, "a chunk": chunks[config.updates_per_chunk]})
+    chunks = {schedule.updates_per_chunk(config): compile_chunk(schedule.updates_per_chunk(config))}
+    check_fits(
+        config, {"init": init_compiled, "a chunk": chunks[schedule.updates_per_chunk(config)]}
+    )
     return Programs(init, chunks, hp, template, layout, compile_chunk)
 
 
@@ -124,7 +128,7 @@ def compile_init(
     template with its shardings, the XLA options every program is compiled with)."""
     by_seed, replicated = layout.by_seed, layout.replicated
     base_seed = jax.device_put(np.uint32(config.seed), replicated)
-    seeds = np.arange(config.num_members, dtype=np.int32) % config.num_seeds
+    seeds = np.arange(population.num_members(config), dtype=np.int32) % config.num_seeds
     indices = jax.device_put(seeds, by_seed)
 
     def init_seeds(base_seed: jax.Array, indices: jax.Array) -> Any:
@@ -156,7 +160,8 @@ def population_hyperparams(config: config_lib.Config) -> Any:
     """A sweep's traced coefficients per member: every field [settings x seeds], member
     m holding those of its setting m // num_seeds."""
     per_setting = [
-        hyperparams_from(config_lib.setting_config(config, index)) for index, _ in config.settings
+        hyperparams_from(population.setting_config(config, index))
+        for index, _ in population.settings(config)
     ]
     members = [hp for hp in per_setting for _ in range(config.num_seeds)]
     return jax.tree.map(lambda *values: np.stack(values), *members)

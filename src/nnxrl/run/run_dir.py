@@ -24,7 +24,8 @@ from nnxrl import config as config_lib
 from nnxrl.errors import NonFiniteError, StorageError
 from nnxrl.logging import members_of
 from nnxrl.logging.jsonl import RECORD_FILES, RecordOrder, records_in_order, truncate_after
-from nnxrl.run import checkpoint, own_files
+from nnxrl.run import checkpoint, own_files, schedule
+from nnxrl.sweeps import population
 from nnxrl.version import version
 
 NONFINITE_FILE = "nonfinite.json"  # written when a NaN/inf stopped the run
@@ -116,7 +117,9 @@ def prepare(
                 f"--out: {out_dir} already holds a run; continue it with "
                 f"`nnxrl train --resume {out_dir}` or choose another directory"
             )
-        truncate_after(out_dir, 0, config.num_members)  # what a failed start may have left
+        truncate_after(
+            out_dir, 0, population.num_members(config)
+        )  # what a failed start may have left
         return StartPoint(0, None)
     return resume_point(config, out_dir, step)
 
@@ -136,7 +139,7 @@ def resume_point(config: config_lib.Config, out_dir: Path, step: int | None) -> 
     if newest is not None:
         meta = checkpoint.load_meta(out_dir, newest)
         check_same_config(out_dir, meta["config"], config)
-        rewritten = restore_unrecorded(out_dir, meta, config.num_members)
+        rewritten = restore_unrecorded(out_dir, meta, population.num_members(config))
     else:
         check_same_config(out_dir, started_config(out_dir), config)
     order = records_in_order(out_dir / "metrics.jsonl", members_of(config))
@@ -152,9 +155,9 @@ def resume_point(config: config_lib.Config, out_dir: Path, step: int | None) -> 
         )
     update = usable[-1] if usable else 0
     _refuse_nonfinite(out_dir, update, config.algo)
-    if update >= config.num_updates and not rewritten:
-        say_complete(out_dir, update, config.num_updates)
-    truncate_after(out_dir, update, config.num_members)
+    if update >= schedule.num_updates(config) and not rewritten:
+        say_complete(out_dir, update, schedule.num_updates(config))
+    truncate_after(out_dir, update, population.num_members(config))
     run_id_file = out_dir / "mlflow_run_id"
     run_id = run_id_file.read_text().strip() if run_id_file.exists() else None
     return StartPoint(update, run_id or None)

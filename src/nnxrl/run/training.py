@@ -25,12 +25,13 @@ from nnxrl.logging import Backend, make_logger, members_of
 from nnxrl.logging.records import records_to_arrays
 from nnxrl.parallel.devices import is_main_process, start_jax
 from nnxrl.parallel.mesh import host_copy
-from nnxrl.run import checkpoint, run_dir
+from nnxrl.run import checkpoint, run_dir, schedule
 from nnxrl.run import lock as run_lock
 from nnxrl.run.loop import Outcome, RunLoop
 from nnxrl.run.programs import Programs, check_one_program, compile_programs
 from nnxrl.run.run_dir import StartPoint
 from nnxrl.run.stop import StopRequest, graceful_stop
+from nnxrl.sweeps import population
 
 
 def train(
@@ -237,7 +238,11 @@ def result_of(
     """The RunResult of a finished run."""
     outcome = ran.outcome
     final_returns, final_episodes = final_window(outcome.last_metrics)
-    steps = (config.num_updates - start.update) * config.batch_size * config.num_members
+    steps = (
+        (schedule.num_updates(config) - start.update)
+        * schedule.batch_size(config)
+        * population.num_members(config)
+    )
     return RunResult(
         out_dir=out_dir,
         final_state=outcome.state,
@@ -248,7 +253,7 @@ def result_of(
         final_returns=final_returns,
         final_episodes=final_episodes,
         metrics=records_to_arrays(logger.memory.records, members_of(config)),
-        settings=config.settings if config.is_sweep else (),
+        settings=population.settings(config) if config.is_sweep else (),
         best_setting=ran.best,
     )
 
@@ -259,8 +264,8 @@ def best_setting(config: config_lib.Config, finals: list[float | None]) -> int |
     when none qualifies); None for a run that is not a sweep."""
     if not config.is_sweep:
         return None
-    n, best, best_value = config.num_seeds, config.settings[0][0], -np.inf
-    for position, (index, _) in enumerate(config.settings):
+    n, best, best_value = config.num_seeds, population.settings(config)[0][0], -np.inf
+    for position, (index, _) in enumerate(population.settings(config)):
         values = finals[position * n : (position + 1) * n]
         if len(values) == n and all(v is not None for v in values) and np.mean(values) > best_value:
             best, best_value = index, float(np.mean(values))

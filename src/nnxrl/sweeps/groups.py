@@ -19,10 +19,11 @@ from typing import Any
 from nnxrl import config as config_lib
 from nnxrl.errors import Stopped
 from nnxrl.parallel.devices import is_main_process
-from nnxrl.run import checkpoint, run_dir
+from nnxrl.run import checkpoint, run_dir, schedule
 from nnxrl.run import lock as run_lock
 from nnxrl.run.training import RunResult, run_training
 from nnxrl.schema import describe_values
+from nnxrl.sweeps import population
 from nnxrl.sweeps.report import GROUP_PREFIX
 from nnxrl.sweeps.space import groups, untraced_keys
 
@@ -83,7 +84,7 @@ def train_parts(
     if say:
         keys = ", ".join(untraced_keys(config.sweep, config_lib.traced_keys(config)))
         print(
-            f"sweep: {keys} change the compiled program, so its {len(config.settings)} "
+            f"sweep: {keys} change the compiled program, so its {len(population.settings(config))} "
             f"settings train as {len(parts)} programs, one after another "
             "(sweep.allow_recompile)",
             flush=True,
@@ -96,7 +97,7 @@ def train_parts(
                 print(f"sweep: group {g} ({describe_values(values)}) is already trained")
             continue
         if say:
-            indices = ", ".join(str(index) for index, _ in part.settings)
+            indices = ", ".join(str(index) for index, _ in population.settings(part))
             print(
                 f"sweep: group {g} of {len(parts)} ({describe_values(values)}): settings "
                 f"{indices} -> {where or 'memory'}",
@@ -151,4 +152,4 @@ def prepare(config: config_lib.Config, out_dir: Path, resume: bool) -> None:
 def finished(where: Path, config: config_lib.Config) -> bool:
     """Whether the group in ``where`` reached its last update (its final checkpoint)."""
     saved = checkpoint.available(where) if where.is_dir() else []
-    return bool(saved) and saved[-1] >= config.num_updates
+    return bool(saved) and saved[-1] >= schedule.num_updates(config)

@@ -29,6 +29,7 @@ from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import DIVERGED
 from nnxrl.plots import across_seeds
 from nnxrl.schema import describe_values
+from nnxrl.sweeps import population
 from nnxrl.sweeps.space import swept_keys
 
 METRIC = "episode_return_window"
@@ -112,7 +113,9 @@ def setting_run_dir(run_dir: str | Path, setting: int | None) -> Path:
     if not parts:
         return run_dir
     owners = {
-        index: part for part in parts for index, _ in config_lib.load(part / "config.yaml").settings
+        index: part
+        for part in parts
+        for index, _ in population.settings(config_lib.load(part / "config.yaml"))
     }
     if setting not in owners:
         given = "none was given" if setting is None else f"{setting} is not one of them"
@@ -139,7 +142,7 @@ def final_results(config: config_lib.Config, records: list[dict]) -> list[Settin
             last[key] = r
         if r.get(METRIC) is not None:
             history.setdefault(r["setting"], []).append(r[METRIC])
-    values = dict(config.settings)
+    values = dict(population.settings(config))
     results = []
     for index in sorted({setting for setting, _ in last}):
         rows = [last[key] for key in sorted(last) if key[0] == index]
@@ -213,7 +216,7 @@ def write_outputs(run_dir: Path, result: SweepReport) -> None:
     own_files.refuse_links(run_dir, ("best.yaml", "sweep.json", "sweep.png"))
     with run_lock.hold(run_dir, "sweep-report"):
         config_lib.dump(
-            config_lib.setting_config(result.config, result.best.setting), run_dir / "best.yaml"
+            population.setting_config(result.config, result.best.setting), run_dir / "best.yaml"
         )
         rows = [asdict(r) for r in result.results]
         summary = json.dumps({"metric": METRIC, "settings": rows}, indent=1)

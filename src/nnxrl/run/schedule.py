@@ -1,0 +1,45 @@
+"""How a run's env steps divide: the batch of one update, the number of updates, and
+the updates per compiled chunk. Arithmetic on a config's own values, in one place: the
+config's checks use it (that the splits divide), as do the run loop, the loggers and
+the reports.
+
+A leaf (it imports nothing from nnxrl), so that ``config.validate`` can call it."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+CHUNKS = 50  # updates_per_chunk unset: the largest divisor that gives at least this many
+
+
+class Scheduled(Protocol):
+    """What the schedule reads of a config (``nnxrl.Config`` is one)."""
+
+    @property
+    def total_env_steps(self) -> int: ...
+    @property
+    def env(self) -> Any: ...
+    @property
+    def algo_config(self) -> Any: ...
+    @property
+    def logging(self) -> Any: ...
+
+
+def batch_size(config: Scheduled) -> int:
+    """Transitions per update per seed: env.num_envs * <algo>.num_steps."""
+    return config.env.num_envs * config.algo_config.num_steps
+
+
+def num_updates(config: Scheduled) -> int:
+    """total_env_steps // batch_size (the steps of a last partial batch are not taken)."""
+    return config.total_env_steps // batch_size(config)
+
+
+def updates_per_chunk(config: Scheduled) -> int:
+    """Updates per compiled chunk: logging.updates_per_chunk, or the largest divisor of
+    num_updates that gives at least ~50 chunks."""
+    if config.logging.updates_per_chunk is not None:
+        return config.logging.updates_per_chunk
+    updates = num_updates(config)
+    target = max(1, updates // CHUNKS)
+    return max(d for d in range(1, target + 1) if updates % d == 0)
