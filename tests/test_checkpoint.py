@@ -59,6 +59,11 @@ VARIANTS = {
         "configs/pqn-cartpole.yaml",
         ["env.num_envs=4", "network.kind=gru", "network.width=32"],
     ),
+    "lstm": ("configs/ppo-cartpole.yaml", ["network.kind=lstm", "network.width=16", "mesh.envs=2"]),
+    "pqn-min_gru": (
+        "configs/pqn-cartpole.yaml",
+        ["env.num_envs=4", "network.kind=min_gru", "network.width=16"],
+    ),
 }
 
 

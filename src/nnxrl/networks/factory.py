@@ -1,10 +1,13 @@
 """The network a config describes, for an env's spec and the head an algorithm needs,
-and the two kinds nnxrl ships (registered here as a user's would be):
-``feedforward`` (separate actor and critic MLPs; PQN: one Q-network MLP) and ``gru``
-(an embedding and a GRU core shared by the heads)."""
+and the kinds nnxrl ships (registered in ``registry.py`` as a user's would be):
+``feedforward`` (separate actor and critic MLPs; PQN: one Q-network MLP) and the
+memory kinds, an embedding and a memory core shared by the heads: ``gru``, ``lstm``
+and ``min_gru`` (a linear recurrence trained by a parallel scan)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import jax
@@ -12,9 +15,11 @@ from flax import nnx
 
 from nnxrl.envs.base import EnvSpec
 from nnxrl.networks.actor_critic import ActorCritic
+from nnxrl.networks.lstm import LSTM
+from nnxrl.networks.min_gru import MinGRU
 from nnxrl.networks.policy_head import PolicyHead
 from nnxrl.networks.q_network import QNetwork, RecurrentQNetwork
-from nnxrl.networks.recurrent import RecurrentActorCritic
+from nnxrl.networks.recurrent import GRU, RecurrentActorCritic
 from nnxrl.networks.registry import network_kind, network_options
 from nnxrl.networks.settings import NetworkSettings
 
@@ -34,15 +39,16 @@ def build_network(
     return build(network, options, spec, num_values, nnx.Rngs(params=key))
 
 
-def builtin(cls: type, head: str) -> Any:
-    """A builder for one of nnxrl's own network classes. ``network.layer_norm`` None
-    means on for the ``q`` head (as in PQN's paper), off for ``actor_critic``."""
+def builtin(cls: type, head: str, core: Callable[[Any], Any] | None = None) -> Any:
+    """A builder for one of nnxrl's own network classes (a recurrent one with the
+    memory core ``core(options)`` makes). ``network.layer_norm`` None means on for the
+    ``q`` head (as in PQN's paper), off for ``actor_critic``."""
 
     def build(
         network: NetworkSettings, options: Any, spec: EnvSpec, num_values: int, rngs: nnx.Rngs
     ) -> Any:
         layer_norm = network.layer_norm if network.layer_norm is not None else head == "q"
-        extra = {}
+        extra = {} if core is None else {"make_core": core(options)}
         if head == "actor_critic":  # the actor's distribution, for the env's action space
             extra["head"] = PolicyHead.for_env(
                 spec,
@@ -70,5 +76,23 @@ def builtin(cls: type, head: str) -> Any:
 # The shipped kinds' builders (registered in ``registry.py``, imported when first built)
 feedforward_actor_critic = builtin(ActorCritic, "actor_critic")
 feedforward_q = builtin(QNetwork, "q")
-gru_actor_critic = builtin(RecurrentActorCritic, "actor_critic")
-gru_q = builtin(RecurrentQNetwork, "q")
+
+
+def gru_core(options: Any) -> Any:
+    return GRU
+
+
+def lstm_core(options: Any) -> Any:
+    return LSTM
+
+
+def min_gru_core(options: Any) -> Any:
+    return partial(MinGRU, layers=options.layers)
+
+
+gru_actor_critic = builtin(RecurrentActorCritic, "actor_critic", gru_core)
+gru_q = builtin(RecurrentQNetwork, "q", gru_core)
+lstm_actor_critic = builtin(RecurrentActorCritic, "actor_critic", lstm_core)
+lstm_q = builtin(RecurrentQNetwork, "q", lstm_core)
+min_gru_actor_critic = builtin(RecurrentActorCritic, "actor_critic", min_gru_core)
+min_gru_q = builtin(RecurrentQNetwork, "q", min_gru_core)

@@ -11,7 +11,7 @@ both are driven through the interface the actor-critics use: ``initial_hidden``,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -63,8 +63,9 @@ class QNetwork(nnx.Module):
 
 
 class RecurrentQNetwork(nnx.Module):
-    """Q(history, a) [..., K, A]: encoder -> (LayerNorm) MLP embedding -> GRU -> linear
-    head. The hidden state resets to zeros where an episode starts."""
+    """Q(history, a) [..., K, A]: encoder -> (LayerNorm) MLP embedding -> memory core
+    (``make_core``: the GRU unless given; see ``recurrent.py``) -> linear head. The
+    hidden state resets to zeros where an episode starts."""
 
     def __init__(
         self,
@@ -77,6 +78,7 @@ class RecurrentQNetwork(nnx.Module):
         rngs: nnx.Rngs,
         num_values: int = 1,
         layer_norm: bool = True,
+        make_core: Callable[[int, int, nnx.Rngs], nnx.Module] = GRU,
     ):
         self.encoder = Encoder(obs_shape, conv_features, activation, rngs)
         d = self.encoder.out_features
@@ -84,17 +86,17 @@ class RecurrentQNetwork(nnx.Module):
         # normalised and activated the same way
         self.embed = MLP(d, width, num_layers - 1, width, activation, np.sqrt(2), rngs, layer_norm)
         self.embed_norm = nnx.LayerNorm(width, rngs=rngs) if layer_norm else None
-        self.core = GRU(width, width, rngs)
+        self.core = make_core(width, width, rngs)
         self.head = orthogonal_linear(width, num_values * num_actions, 1.0, rngs)
         self.activation = ACTIVATIONS[activation]
         self.shape = (num_values, num_actions)
-        self.hidden_size = width
+        self.hidden_size = self.core.state_size
 
     def initial_hidden(self, batch_size: int) -> jax.Array:
         return jnp.zeros((batch_size, self.hidden_size), jnp.float32)
 
     def unroll(self, hidden: jax.Array, obs: jax.Array, start: jax.Array) -> jax.Array:
-        """Whole sequences: hidden [T, B, H] as recorded before each step (the sequence
+        """Whole sequences: hidden [T, B, S] as recorded before each step (the sequence
         restarts from hidden[0]), obs [T, B, ...], start [T, B] -> Q [T, B, K, A]."""
         _, h = self.core(hidden[0], self._embed(obs), start)
         return self._head(h)
@@ -102,7 +104,7 @@ class RecurrentQNetwork(nnx.Module):
     def step(
         self, hidden: jax.Array, obs: jax.Array, start: jax.Array
     ) -> tuple[jax.Array, jax.Array]:
-        """hidden [B, H], obs [B, ...], start [B] -> (next hidden [B, H], Q [B, K, A])."""
+        """hidden [B, S], obs [B, ...], start [B] -> (next hidden [B, S], Q [B, K, A])."""
         hidden, h = self.core(hidden, self._embed(obs[None]), start[None])
         return hidden, self._head(h[0])
 

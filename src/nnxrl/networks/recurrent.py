@@ -1,14 +1,19 @@
-"""A recurrent actor-critic: embedding -> GRU core -> actor and critic heads.
+"""A recurrent actor-critic: embedding -> memory core -> actor and critic heads.
 
 As in the Craftax baselines' PPO-RNN, actor and critic share the embedding and the
-GRU; each has its own MLP head. The hidden state is reset to zeros wherever an
-episode starts, inside the scan over time, so one sequence may hold several
-episodes and the outputs after a reset equal those of a fresh sequence.
+core (the GRU here; ``lstm.py``, ``min_gru.py``); each has its own MLP head. The
+hidden state is reset to zeros wherever an episode starts, inside the scan over
+time, so one sequence may hold several episodes and the outputs after a reset equal
+those of a fresh sequence.
+
+A core is ``make_core(in_features, hidden_size, rngs)``, a module called as
+``core(state [B, S], x [T, B, D], start [T, B]) -> (last state [B, S], outputs
+[T, B, hidden_size])`` with ``state_size`` S.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -37,6 +42,7 @@ class GRU(nnx.Module):
             orthogonal(1.0)(rngs.params(), (hidden_size, 3 * hidden_size))
         )
         self.hidden_size = hidden_size
+        self.state_size = hidden_size
 
     def __call__(
         self, hidden: jax.Array, x: jax.Array, start: jax.Array
@@ -60,7 +66,8 @@ class GRU(nnx.Module):
 
 
 class RecurrentActorCritic(nnx.Module):
-    """pi(a | history) and V(history) [..., num_values] through a shared GRU."""
+    """pi(a | history) and V(history) [..., num_values] through a shared memory core
+    (``make_core``: the GRU unless given)."""
 
     def __init__(
         self,
@@ -74,16 +81,17 @@ class RecurrentActorCritic(nnx.Module):
         num_values: int = 1,
         layer_norm: bool = False,
         head: PolicyHead | None = None,
+        make_core: Callable[[int, int, nnx.Rngs], nnx.Module] = GRU,
     ):
         self.encoder = Encoder(obs_shape, conv_features, activation, rngs)
         self.embed = orthogonal_linear(self.encoder.out_features, width, np.sqrt(2), rngs)
-        self.core = GRU(width, width, rngs)
+        self.core = make_core(width, width, rngs)
         self.policy = head or PolicyHead(num_actions, rngs)  # Categorical unless given
         outputs = self.policy.outputs
         self.actor = MLP(width, outputs, num_layers, width, activation, 0.01, rngs, layer_norm)
         self.critic = MLP(width, num_values, num_layers, width, activation, 1.0, rngs, layer_norm)
         self.activation = ACTIVATIONS[activation]
-        self.hidden_size = width
+        self.hidden_size = self.core.state_size
 
     def initial_hidden(self, batch_size: int) -> jax.Array:
         return jnp.zeros((batch_size, self.hidden_size), jnp.float32)
@@ -91,7 +99,7 @@ class RecurrentActorCritic(nnx.Module):
     def unroll(
         self, hidden: jax.Array, obs: jax.Array, start: jax.Array
     ) -> tuple[Categorical, jax.Array]:
-        """Whole sequences: hidden [T, B, H] as recorded before each step (the sequence
+        """Whole sequences: hidden [T, B, S] as recorded before each step (the sequence
         restarts from hidden[0]), obs [T, B, ...], start [T, B] -> (Categorical over
         [T, B, A], value [T, B, K])."""
         x = self.activation(self.embed(self.encoder(obs)))
@@ -101,8 +109,8 @@ class RecurrentActorCritic(nnx.Module):
     def step(
         self, hidden: jax.Array, obs: jax.Array, start: jax.Array
     ) -> tuple[jax.Array, Categorical, jax.Array]:
-        """One step of B envs: hidden [B, H], obs [B, ...], start [B] ->
-        (next hidden [B, H], Categorical over [B, A], value [B, K])."""
+        """One step of B envs: hidden [B, S], obs [B, ...], start [B] ->
+        (next hidden [B, S], Categorical over [B, A], value [B, K])."""
         x = self.activation(self.embed(self.encoder(obs[None])))
         hidden, h = self.core(hidden, x, start[None])
         return hidden, self.policy(self.actor(h[0])), self.critic(h[0])

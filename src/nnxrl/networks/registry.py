@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from nnxrl.lazy import imported
-from nnxrl.networks.settings import NoOptions
+from nnxrl.networks.settings import MinGRUOptions, NoOptions
 from nnxrl.schema import ConfigError, build_section, unknown_name
 
 HEADS = ("actor_critic", "q")
@@ -106,3 +106,5 @@ def _shipped(kind: str) -> dict[str, Callable[..., Any]]:
 
 register_network("feedforward", NoOptions, _shipped("feedforward"))
 register_network("gru", NoOptions, _shipped("gru"), sequences=True)
+register_network("lstm", NoOptions, _shipped("lstm"), sequences=True)
+register_network("min_gru", MinGRUOptions, _shipped("min_gru"), sequences=True)

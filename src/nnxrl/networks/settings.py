@@ -15,10 +15,11 @@ class NetworkSettings:
 
     kind: str = setting(
         "feedforward",
-        "feedforward: separate actor and critic MLPs (PQN: one Q-network MLP); gru: an "
-        "embedding and a GRU core of size width, shared by actor and critic MLP heads "
-        "(PQN: under a linear Q head), trained on whole env sequences; or any kind "
-        "registered with nnxrl.register_network.",
+        "feedforward: separate actor and critic MLPs (PQN: one Q-network MLP). The memory "
+        "kinds, an embedding and a memory core of size width shared by actor and critic "
+        "MLP heads (PQN: under a linear Q head), trained on whole env sequences: gru; "
+        "lstm; min_gru (a minimal GRU, a linear recurrence trained by a parallel scan; "
+        "options: layers). Or any kind registered with nnxrl.register_network.",
     )
     num_layers: int = setting(
         2,
@@ -59,3 +60,16 @@ class NetworkSettings:
 @dataclass(frozen=True)
 class NoOptions:
     """The settings of a network kind that has none of its own."""
+
+
+@dataclass(frozen=True)
+class MinGRUOptions:
+    """``network.options`` of ``network.kind: min_gru``."""
+
+    layers: int = setting(
+        2,
+        "Stacked minGRU layers, each reading the states of the one below (a single "
+        "layer's gates see only the current input).",
+        low=1,
+        high=16,
+    )

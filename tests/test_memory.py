@@ -1,0 +1,160 @@
+"""The memory kinds (gru, lstm, min_gru) for both heads: ``unroll`` over a sequence
+equals ``step`` one step at a time, an episode start forgets what came before, the
+parallel scan equals a sequential one, and each kind trains, resumes, exports,
+evaluates and renders through the CLI (resume exactness: test_checkpoint)."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from cli_runs import CARTPOLE, SHORT_CARTPOLE, train
+from flax import nnx
+
+from nnxrl.agent.policy import load_policy
+from nnxrl.cli import main
+from nnxrl.envs.base import EnvSpec
+from nnxrl.networks.factory import build_network
+from nnxrl.networks.lstm import LSTM
+from nnxrl.networks.min_gru import MinGRU, linear_recurrence
+from nnxrl.networks.recurrent import GRU
+from nnxrl.networks.settings import NetworkSettings
+
+KINDS = ["gru", "lstm", "min_gru"]
+HEADS = ["actor_critic", "q"]
+SPEC = EnvSpec(id="test", obs_shape=(5,), num_actions=3)
+T, B = 9, 3
+
+
+def network(kind: str, head: str):
+    settings = NetworkSettings(kind=kind, width=16, num_layers=1, activation="relu")
+    return build_network(settings, SPEC, 2, jax.random.key(0), head)
+
+
+def outputs(head: str, results) -> list[jax.Array]:
+    """The arrays a head gives (logits and values, or Qs), for comparing."""
+    if head == "actor_critic":
+        dist, value = results
+        return [dist.logits, value]
+    return [results]
+
+
+def sequence(seed: int):
+    rng = np.random.default_rng(seed)
+    obs = jnp.asarray(rng.normal(size=(T, B, 5)), jnp.float32)
+    start = jnp.asarray(rng.random((T, B)) < 0.25)
+    return rng, obs, start
+
+
+@pytest.mark.parametrize("head", HEADS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_unrolling_a_sequence_equals_stepping_through_it(kind, head):
+    """The rollout acts with step(); the update re-runs unroll() from the stored
+    hidden state: the same outputs, and the same state at the end."""
+    net = network(kind, head)
+    rng, obs, start = sequence(1)
+    h0 = jnp.asarray(rng.normal(size=net.initial_hidden(B).shape), jnp.float32)
+
+    def step(h, inputs):
+        h_next, *out = net.step(h, *inputs)
+        return h_next, (h, *outputs(head, out if len(out) > 1 else out[0]))
+
+    last, (hiddens, *stepped) = jax.lax.scan(step, h0, (obs, start))
+    unrolled = outputs(head, net.unroll(hiddens, obs, start))
+    for a, b in zip(unrolled, stepped, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    embedded = jnp.zeros((T, B, 16)) + obs.sum(-1, keepdims=True)
+    core_last, _ = net.core(h0, embedded, start)
+    h = h0
+    for t in range(T):
+        h, _ = net.core(h, embedded[t : t + 1], start[t : t + 1])
+    np.testing.assert_allclose(core_last, h, rtol=1e-5, atol=1e-5)
+    assert last.shape == h0.shape == (B, net.core.state_size)
+
+
+@pytest.mark.parametrize("head", HEADS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_after_an_episode_start_nothing_before_it_matters(kind, head):
+    net = network(kind, head)
+    rng, obs, _ = sequence(2)
+    k = 4
+    start = jnp.zeros((T, B), bool).at[k].set(True)
+    state = net.initial_hidden(B)
+    hidden = jnp.broadcast_to(
+        jnp.asarray(rng.normal(size=state.shape), jnp.float32), (T, *state.shape)
+    )
+    before = outputs(head, net.unroll(hidden, obs, start))
+    perturbed = obs.at[:k].add(jnp.asarray(rng.normal(size=(k, B, 5)), jnp.float32))
+    after = outputs(head, net.unroll(hidden * 3.0, perturbed, start))
+    for a, b in zip(before, after, strict=True):
+        np.testing.assert_allclose(a[k:], b[k:], rtol=1e-5, atol=1e-5)
+        assert not np.allclose(a[:k], b[:k])  # ...and before the start it did matter
+
+
+def test_the_parallel_scan_equals_a_sequential_one():
+    rng = np.random.default_rng(3)
+    a = jnp.asarray(rng.uniform(0, 1, size=(37, 4, 8)), jnp.float32)
+    b = jnp.asarray(rng.normal(size=(37, 4, 8)), jnp.float32)
+    a = a.at[11].set(0.0)  # an episode start
+    h0 = jnp.asarray(rng.normal(size=(4, 8)), jnp.float32)
+
+    def step(h, inputs):
+        a_t, b_t = inputs
+        h = a_t * h + b_t
+        return h, h
+
+    _, sequential = jax.lax.scan(step, h0, (a, b))
+    np.testing.assert_allclose(linear_recurrence(a, b, h0), sequential, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("make", [GRU, LSTM, MinGRU])
+def test_a_reset_at_the_first_step_ignores_the_initial_state(make):
+    core = make(6, 8, nnx.Rngs(0))
+    rng = np.random.default_rng(4)
+    x = jnp.asarray(rng.normal(size=(5, 2, 6)), jnp.float32)
+    start = jnp.zeros((5, 2), bool).at[0].set(True)
+    h0 = jnp.asarray(rng.normal(size=(2, core.state_size)), jnp.float32)
+    _, fresh = core(jnp.zeros_like(h0), x, start)
+    _, reset = core(h0, x, start)
+    np.testing.assert_allclose(fresh, reset, rtol=1e-6, atol=1e-6)
+
+
+def test_min_gru_layers_are_a_setting(tmp_path, capsys):
+    one = build_network(
+        NetworkSettings(kind="min_gru", width=8, options={"layers": 3}), SPEC, 1, jax.random.key(0)
+    )
+    assert one.initial_hidden(2).shape == (2, 24)
+    bad = ["network.kind=min_gru", "network.options={layers: 0}"]
+    assert (
+        main(
+            ["train", CARTPOLE, "--out", str(tmp_path / "r")] + sum((["--set", s] for s in bad), [])
+        )
+        == 2
+    )
+    assert "network.options.layers" in capsys.readouterr().err
+
+
+# the other two pairs (lstm with PPO, min_gru with PQN) train and resume in
+# test_checkpoint.py::test_resume_is_bit_exact
+@pytest.mark.parametrize(("kind", "algo"), [("min_gru", "ppo"), ("lstm", "pqn")])
+def test_each_kind_trains_exports_evaluates_and_renders(kind, algo, tmp_path):
+    config = CARTPOLE if algo == "ppo" else CARTPOLE.replace("ppo-cartpole", "pqn-cartpole")
+    short = [s.replace("ppo.", f"{algo}.") for s in SHORT_CARTPOLE]
+    overrides = [*short, "env.num_envs=4", "total_env_steps=1024", f"network.kind={kind}"]
+    overrides.append("network.width=16")
+    records = train(tmp_path / "run", config, overrides)
+    assert len(records) == 8 and all(np.isfinite(r["loss/total"]) for r in records)
+    report = tmp_path / "eval.json"
+    assert main(["eval", str(tmp_path / "run"), "--episodes", "2", "--json", str(report)]) == 0
+    assert all(s["episodes"] == 2 for s in json.loads(report.read_text())["seeds"])
+    gif = tmp_path / "episode.gif"
+    assert main(["render", str(tmp_path / "run"), "--out", str(gif)]) == 0
+    assert gif.stat().st_size > 0
+    assert main(["export", str(tmp_path / "run"), "--out", str(tmp_path / "policy")]) == 0
+    policy = load_policy(tmp_path / "policy")
+    assert policy.network.kind == kind
+    actions, hidden = policy.act(jnp.zeros((3, 4)), jax.random.key(0))
+    assert actions.shape == (3,) and hidden.shape[0] == 3
