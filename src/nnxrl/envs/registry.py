@@ -1,5 +1,6 @@
 """The env registry: the envs a config may name (gymnax ids, Craftax ids, Brax's
-``brax:<name>`` with the brax extra, and those users register), checked against the
+``brax:<name>`` with the brax extra, nnxrl's memory tasks, and those users
+register), checked against the
 config's env section and built as a batched, self-resetting env with episode
 statistics."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
 from collections.abc import Callable
 
 from nnxrl.envs.base import EnvSpec, VecEnv
@@ -15,10 +17,16 @@ from nnxrl.envs.brax_env import brax_available, brax_ids, make_brax_env
 from nnxrl.envs.craftax_env import CRAFTAX_IDS, make_craftax_env
 from nnxrl.envs.episode_stats import with_episode_statistics
 from nnxrl.envs.gymnax_env import gymnax_ids, make_gymnax_env, split_kwargs
+from nnxrl.envs.memory_tasks import make_repeat_previous, make_stateless_cartpole
 from nnxrl.envs.settings import EnvConfig
 from nnxrl.schema import ConfigError
 
-# id -> factory(num_envs, **kwargs) -> VecEnv, for envs registered by users
+# id -> factory(num_envs, **kwargs) -> VecEnv: nnxrl's memory tasks, and the envs
+# users register
+MEMORY_TASKS: dict[str, Callable[..., VecEnv]] = {
+    "RepeatPrevious-v0": make_repeat_previous,
+    "StatelessCartPole-v1": make_stateless_cartpole,
+}
 _REGISTERED: dict[str, Callable[..., VecEnv]] = {}
 
 
@@ -26,8 +34,8 @@ def register_env(env_id: str, factory: Callable[..., VecEnv]) -> None:
     """Make ``env_id`` usable in configs (``env.id``) and on the command line (import
     the registering module with ``nnxrl --plugin MODULE``). ``factory(num_envs,
     **env.kwargs)`` returns the batched env, e.g. with ``from_single``."""
-    if env_id in CRAFTAX_IDS or env_id in gymnax_ids():
-        raise ValueError(f"register_env: {env_id!r} is already a gymnax or Craftax id")
+    if env_id in CRAFTAX_IDS or env_id in gymnax_ids() or env_id in MEMORY_TASKS:
+        raise ValueError(f"register_env: {env_id!r} is already a gymnax, Craftax or nnxrl id")
     _REGISTERED[env_id] = factory
 
 
@@ -37,15 +45,18 @@ def known_env_ids(with_brax: bool = True) -> dict[str, list[str]]:
     families = {"gymnax": gymnax_ids(), "craftax": list(CRAFTAX_IDS)}
     if with_brax:
         families["brax"] = brax_ids()
-    return {**families, "registered": list(_REGISTERED)}
+    return {**families, "memory": list(MEMORY_TASKS), "registered": list(_REGISTERED)}
 
 
 def check_env_config(env: EnvConfig) -> None:
     """Raise ConfigError for an unknown id or an option the env's family lacks."""
     families = known_env_ids(with_brax=False)
-    if env.id in _REGISTERED:
+    if env.id in _REGISTERED or env.id in MEMORY_TASKS:
         if env.reset_ratio != 1:
             raise ConfigError(f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only")
+        check_factory_kwargs(env, _REGISTERED.get(env.id) or MEMORY_TASKS[env.id])
+        if env.id in MEMORY_TASKS:  # building one checks the values (no compile)
+            built_from_kwargs(env, MEMORY_TASKS[env.id], num_envs=1)
         return
     if env.id in families["craftax"]:
         if env.kwargs:
@@ -71,6 +82,20 @@ def check_env_config(env: EnvConfig) -> None:
     hint = f"; did you mean {close[0]}?" if close else ""
     listing = "; ".join(f"{fam}: {', '.join(ids)}" for fam, ids in families.items())
     raise ConfigError(f"env.id: unknown environment {env.id!r}{hint} Known families: {listing}")
+
+
+def check_factory_kwargs(env: EnvConfig, factory: Callable[..., VecEnv]) -> None:
+    """env.kwargs must be keyword arguments the env's factory takes (after num_envs)."""
+    parameters = list(inspect.signature(factory).parameters.values())[1:]
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return
+    allowed = [p.name for p in parameters]
+    unknown = sorted(set(env.kwargs) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"env.kwargs: {env.id} takes no {', '.join(unknown)}; it takes "
+            f"{', '.join(allowed) or 'no kwargs'}"
+        )
 
 
 def check_brax_config(env: EnvConfig, ids: list[str]) -> None:
@@ -99,7 +124,7 @@ def check_brax_config(env: EnvConfig, ids: list[str]) -> None:
 def is_continuous(env: EnvConfig) -> bool:
     """Whether the env ``env`` names takes continuous actions (without building its
     batch: gymnax's action space; Craftax never; a registered env by its spec)."""
-    if env.id in _REGISTERED:
+    if env.id in _REGISTERED or env.id in MEMORY_TASKS:
         return env_spec(env).continuous
     if env.id in CRAFTAX_IDS:
         return False
@@ -122,8 +147,9 @@ def env_spec(env: EnvConfig) -> EnvSpec:
 def make_env(env: EnvConfig) -> VecEnv:
     """The batched env (with episode statistics) that ``env`` describes."""
     check_env_config(env)
-    if env.id in _REGISTERED:
-        vec = _REGISTERED[env.id](env.num_envs, **env.kwargs)
+    if env.id in _REGISTERED or env.id in MEMORY_TASKS:
+        factory = _REGISTERED.get(env.id) or MEMORY_TASKS[env.id]
+        vec = built_from_kwargs(env, factory, env.num_envs)
     elif env.id in CRAFTAX_IDS:
         vec = make_craftax_env(env.id, env.num_envs, env.reset_ratio)
     elif env.id.startswith(BRAX_PREFIX):
@@ -131,3 +157,12 @@ def make_env(env: EnvConfig) -> VecEnv:
     else:
         vec = make_gymnax_env(env.id, env.num_envs, **env.kwargs)
     return with_episode_statistics(vec)
+
+
+def built_from_kwargs(env: EnvConfig, factory: Callable[..., VecEnv], num_envs: int) -> VecEnv:
+    """``factory(num_envs, **env.kwargs)``; the ValueError of a factory that checks its
+    kwargs' values becomes a ConfigError naming env.kwargs."""
+    try:
+        return factory(num_envs, **env.kwargs)
+    except ValueError as e:
+        raise ConfigError(f"env.kwargs: {e}") from None
