@@ -8,8 +8,9 @@ and minGRU (one parallel scan).
 
 Compile times are cold (the persistent compilation cache off); env steps/s are
 medians of timed chunks after a warm-up one. The sequence-length table trains PPO on
-RepeatPrevious-v0 with 16 envs x T steps, one epoch of one minibatch, width 128, so an
-update is one rollout of T steps and one pass over the T-step sequences.
+RepeatPrevious-v0 with 16 envs x T steps, one epoch of one minibatch, width 128 and
+one minGRU layer (one recurrence against one), so an update is one rollout of T
+steps and one pass over the T-step sequences.
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ def sequence_table(lengths: list[int]) -> None:
                 "ppo.num_minibatches=1",
                 f"network.kind={kind}",
                 "network.width=128",
+                *(["network.options={layers: 1}"] if kind == "min_gru" else []),
                 f"total_env_steps={16 * length * 4}",
                 "logging.updates_per_chunk=1",
             ]
