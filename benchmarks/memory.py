@@ -5,6 +5,7 @@ and minGRU (one parallel scan).
 
     uv run python benchmarks/memory.py            # both tables
     uv run python benchmarks/memory.py --quick    # RepeatPrevious only, T up to 256
+    uv run python benchmarks/memory.py --no-craftax --plot docs/memory_sequence.png
 
 Compile times are cold (the persistent compilation cache off); env steps/s are
 medians of timed chunks after a warm-up one. The sequence-length table trains PPO on
@@ -34,7 +35,12 @@ COMMON = ["logging.backends=[]", "compile_cache.enabled=false", "num_seeds=1"]
 TASKS = {  # (config, overrides); {algo} is ppo or pqn
     "RepeatPrevious-v0": (
         "configs/{algo}-rnn-memorychain.yaml",
-        ["env.id=RepeatPrevious-v0", "env.num_envs=16", "total_env_steps=163840"],
+        [
+            "env.id=RepeatPrevious-v0",
+            "env.num_envs=16",
+            "total_env_steps=163840",
+            "logging.updates_per_chunk=32",
+        ],
     ),
     "Craftax-Classic-Symbolic-v1": (
         "configs/{algo}-rnn-craftax-classic-symbolic.yaml",
@@ -48,7 +54,7 @@ TASKS = {  # (config, overrides); {algo} is ppo or pqn
 }
 
 
-def timed_chunks(config: C.Config, chunks: int = 3) -> tuple[float, float]:
+def timed_chunks(config: C.Config, chunks: int = 5) -> tuple[float, float]:
     """(compile seconds, env steps/s) of ``config``'s chunk program."""
     t = time.perf_counter()
     programs = compile_programs(config)
@@ -78,7 +84,8 @@ def kinds_table(tasks: list[str]) -> None:
             for kind in KINDS:
                 chosen = [o.format(algo=algo) for o in overrides]
                 config = C.load(path.format(algo=algo), [*COMMON, *chosen, f"network.kind={kind}"])
-                compile_s, sps = timed_chunks(config)
+                chunks = 2 if task.startswith("Craftax") else 5  # Craftax: ~15 s a chunk
+                compile_s, sps = timed_chunks(config, chunks)
                 base = base or sps
                 print(
                     f"| {task} | {algo} | {kind} | {compile_s:.1f} | {sps:,.0f} "
@@ -87,9 +94,10 @@ def kinds_table(tasks: list[str]) -> None:
                 )
 
 
-def sequence_table(lengths: list[int]) -> None:
+def sequence_table(lengths: list[int]) -> dict[str, list[float]]:
     print("\n| T | gru s/update | min_gru s/update | min_gru / gru |")
     print("|---|---|---|---|")
+    curves: dict[str, list[float]] = {"gru": [], "min_gru": []}
     for length in lengths:
         seconds = {}
         for kind in ("gru", "min_gru"):
@@ -110,20 +118,48 @@ def sequence_table(lengths: list[int]) -> None:
             config = C.load("configs/ppo-rnn-memorychain.yaml", overrides)
             _, sps = timed_chunks(config)
             seconds[kind] = 16 * length / sps
+            curves[kind].append(seconds[kind])
         ratio = seconds["min_gru"] / seconds["gru"]
         print(
             f"| {length} | {seconds['gru']:.4f} | {seconds['min_gru']:.4f} | {ratio:.2f} |",
             flush=True,
         )
+    return curves
+
+
+def plot_sequence(lengths: list[int], curves: dict[str, list[float]], path: str) -> None:
+    """Seconds per update against T, both axes logarithmic."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for kind, label in (("gru", "GRU (lax.scan)"), ("min_gru", "minGRU (associative scan)")):
+        ax.plot(lengths, curves[kind], marker="o", label=label)
+    ax.set(xscale="log", yscale="log", xlabel="sequence length T (steps per rollout)")
+    ax.set(
+        ylabel="seconds per PPO update", title=f"16 envs, width 128, {jax.devices()[0].platform}"
+    )
+    ax.set_xticks(lengths, [str(n) for n in lengths])
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="RepeatPrevious only, T <= 256")
+    parser.add_argument("--no-craftax", action="store_true", help="RepeatPrevious rows only")
+    parser.add_argument("--plot", help="write the T table as a figure to this file")
     args = parser.parse_args()
     print(f"devices: {jax.devices()}\n")
-    kinds_table(["RepeatPrevious-v0"] if args.quick else list(TASKS))
-    sequence_table([16, 64, 256] if args.quick else [16, 64, 256, 1024])
+    kinds_table(["RepeatPrevious-v0"] if args.quick or args.no_craftax else list(TASKS))
+    lengths = [16, 64, 256] if args.quick else [16, 64, 256, 1024]
+    curves = sequence_table(lengths)
+    if args.plot:
+        plot_sequence(lengths, curves, args.plot)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@ import pytest
 
 from nnxrl import config as C
 from nnxrl.run import schedule
+from nnxrl.shipped_configs import shipped_configs
 
 CARTPOLE = "configs/ppo-cartpole.yaml"
 
@@ -11,6 +12,13 @@ def test_shipped_configs_load():
     assert schedule.batch_size(cfg) == 512 and schedule.num_updates(cfg) == 976
     craftax = C.load("configs/ppo-craftax-classic-symbolic.yaml")
     assert craftax.env.reset_ratio == 16 and craftax.network.width == 512
+
+
+@pytest.mark.parametrize("name", sorted(shipped_configs()))
+def test_every_shipped_config_loads_and_its_parts_check(name):
+    """Each file names a known env, network kind and add-on that fit together (what
+    `nnxrl train` checks before it writes anything)."""
+    C.check_parts(C.load(shipped_configs()[name]))
 
 
 def test_overrides_apply_and_run_keys_are_top_level():
