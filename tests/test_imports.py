@@ -210,6 +210,21 @@ def test_reading_a_config_imports_no_jax_env_suite_or_addon():
     assert out.stdout.strip() == "[]"
 
 
+def test_importing_the_registries_starts_no_jax_backend():
+    """A module-level array would start JAX at import, with the default device count,
+    before a run can set mesh.cpu_devices or join a process group."""
+    code = (
+        "import nnxrl.envs.registry, nnxrl.envs.memory_tasks, nnxrl.networks.factory\n"
+        "import nnxrl.run.programs, nnxrl.run.training, nnxrl.agent.evaluate\n"
+        "from nnxrl.parallel.devices import jax_started\n"
+        "print(jax_started())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "False", out.stderr[-2000:]
+
+
 def test_every_public_name_resolves():
     import nnxrl
 

@@ -22,7 +22,9 @@ from nnxrl.envs.base import VecEnv
 from nnxrl.envs.gymnax_env import make_gymnax_env
 from nnxrl.envs.single import from_single
 
-VISIBLE_CARTPOLE = jnp.array([0, 2])  # cart position, pole angle (not their velocities)
+# cart position, pole angle (not their velocities); plain ints: an array made at import
+# would start JAX before a run sets its devices
+VISIBLE_CARTPOLE = (0, 2)
 
 
 def make_repeat_previous(
@@ -58,7 +60,7 @@ def make_stateless_cartpole(num_envs: int) -> VecEnv:
     env = make_gymnax_env("CartPole-v1", num_envs)
 
     def hide(obs: jax.Array) -> jax.Array:
-        return obs[..., VISIBLE_CARTPOLE]
+        return obs[..., list(VISIBLE_CARTPOLE)]
 
     def reset(key: jax.Array):
         obs, state = env.reset(key)
