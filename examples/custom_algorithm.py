@@ -32,6 +32,7 @@ from nnxrl.algos.on_policy import (
     epochs_start,
     score_with_addon,
     shared_metrics,
+    starting_hidden,
 )
 from nnxrl.types import RunState
 
@@ -79,7 +80,7 @@ def a2c_loss(
 ) -> tuple[jax.Array, dict]:
     """L = -E[log pi(a|s) A] + c_v E[(V - G)^2] / 2 - c_e H, summed over reward streams."""
     model = nnx.merge(s.graphdef, params)
-    dist, value = model.unroll(minibatch.hidden, minibatch.obs, minibatch.start)
+    dist, value = model.unroll(starting_hidden(minibatch), minibatch.obs, minibatch.start)
     policy = -(dist.log_prob(minibatch.action) * minibatch.advantage).mean()
     values = 0.5 * ((value - minibatch.target) ** 2).mean(axis=tuple(range(value.ndim - 1))).sum()
     entropy = dist.entropy().mean()

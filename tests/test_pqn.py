@@ -66,21 +66,6 @@ def test_q_networks_have_layer_norm_unless_switched_off_and_one_row_per_stream()
     assert not any("norms" in str(p) for p, _ in nnx.to_flat_state(nnx.state(ppo)))
 
 
-def test_recurrent_q_network_stepping_equals_unrolling_with_resets():
-    model, spec = q_network(kind="gru")
-    T, B = 6, 3
-    obs = jax.random.normal(jax.random.key(1), (T, B, *spec.obs_shape))
-    start = jnp.zeros((T, B), bool).at[0].set(True).at[3, 1].set(True)
-    hidden = model.initial_hidden(B)
-    stepped, hiddens = [], []
-    for t in range(T):
-        hiddens.append(hidden)
-        hidden, q = model.step(hidden, obs[t], start[t])
-        stepped.append(q)
-    unrolled = model.unroll(jnp.stack(hiddens), obs, start)
-    np.testing.assert_allclose(unrolled, jnp.stack(stepped), rtol=1e-5, atol=1e-5)
-
-
 def test_pqn_settings_are_checked_with_named_errors():
     with pytest.raises(ConfigError, match="algo"):
         config_lib.load(PQN_CARTPOLE, ["algo=dqn"])

@@ -6,54 +6,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from cli_runs import TINY_CARTPOLE, TINY_CRAFTAX, train
-from flax import nnx
 
 from nnxrl import config as config_lib
-from nnxrl.networks import RecurrentActorCritic
 from nnxrl.ops.minibatch import shuffle_env_sequences
 
-
-def small_network():
-    return RecurrentActorCritic((5,), 3, 1, 16, "relu", (), rngs=nnx.Rngs(0), num_values=2)
-
-
-def test_outputs_after_an_episode_start_equal_a_fresh_sequence_started_there():
-    net = small_network()
-    rng = np.random.default_rng(0)
-    t_len, k = 9, 4
-    obs = jnp.asarray(rng.normal(size=(t_len, 2, 5)), jnp.float32)
-    start = jnp.zeros((t_len, 2), bool).at[k].set(True)
-    hidden = jnp.asarray(rng.normal(size=(t_len, 2, 16)), jnp.float32)  # arbitrary history
-    dist, value = net.unroll(hidden, obs, start)
-    fresh_dist, fresh_value = net.unroll(
-        jnp.zeros((t_len - k, 2, 16)), obs[k:], jnp.zeros((t_len - k, 2), bool)
-    )
-    np.testing.assert_allclose(dist.logits[k:], fresh_dist.logits, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(value[k:], fresh_value, rtol=1e-5, atol=1e-6)
-    # ...and before the start, the history did matter
-    _, other = net.unroll(jnp.zeros_like(hidden), obs, start)
-    assert not np.allclose(value[:k], other[:k])
-
-
-def test_stepping_one_step_at_a_time_equals_unrolling_the_sequence():
-    """The rollout acts with step(); the update re-runs unroll() from the stored
-    hidden state: both must give the same log-probabilities and values."""
-    net = small_network()
-    rng = np.random.default_rng(1)
-    obs = jnp.asarray(rng.normal(size=(7, 3, 5)), jnp.float32)
-    start = jnp.asarray(rng.random((7, 3)) < 0.3)
-    h0 = jnp.asarray(rng.normal(size=(3, 16)), jnp.float32)
-
-    def step(h, inputs):
-        o, s = inputs
-        h_next, dist, value = net.step(h, o, s)
-        return h_next, (h, dist.logits, value)
-
-    _, (hiddens, logits, values) = jax.lax.scan(step, h0, (obs, start))
-    np.testing.assert_allclose(hiddens[0], h0)
-    dist, value = net.unroll(hiddens, obs, start)
-    np.testing.assert_allclose(dist.logits, logits, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(value, values, rtol=1e-5, atol=1e-6)
+# unroll against step, and resets, for every memory kind and head: test_memory.py
 
 
 def test_sequence_minibatches_keep_each_envs_time_order():
@@ -62,6 +19,7 @@ def test_sequence_minibatches_keep_each_envs_time_order():
     batch = {
         "x": steps,
         "longer": jnp.concatenate([steps, steps[-1:] + 1]),
+        "first": steps[:1],  # as the rollout's starting hidden state is stored: [1, B]
         "feat": steps[..., None] * jnp.ones(3),
     }
     out = shuffle_env_sequences(jax.random.key(0), batch, m)
@@ -75,6 +33,7 @@ def test_sequence_minibatches_keep_each_envs_time_order():
             env = seq[0] // 1000
             np.testing.assert_array_equal(seq, 1000 * env + np.arange(t_len))  # in order
             np.testing.assert_array_equal(out["longer"][mb, :t_len, j], seq)  # same env
+            assert out["first"][mb, 0, j] == seq[0]  # the sequence's own starting state
             envs.append(int(env))
     assert sorted(envs) == list(range(num_envs))  # every env exactly once
     assert envs != list(range(num_envs))  # and shuffled

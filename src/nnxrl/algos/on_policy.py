@@ -9,6 +9,7 @@ have in common, once:
   algorithm's settings, the run's facts and the reward streams;
 - ``score_with_addon``: the add-on scores the rollout (its bonus) and learns from it;
 - ``epochs_start``: the optimiser state the epochs start from;
+- ``starting_hidden``: the hidden state a minibatch's env sequences start from;
 - ``advance``: the run state after an update;
 - ``per_stream``: a return estimator run per reward stream, cut at episode ends or
   not;
@@ -136,6 +137,14 @@ def epochs_start(run_state: RunState, s: OnPolicyStatic) -> UpdateState:
     """What the epochs update: params and optimiser state, and the optimiser step
     count so far (the learning-rate schedule's clock)."""
     return UpdateState(run_state.params, run_state.opt_state, run_state.update * s.steps_per_update)
+
+
+def starting_hidden(minibatch: Any) -> jax.Array | None:
+    """A recurrent network's state before its minibatch's sequences' first step,
+    [N, S], from the batch's ``hidden`` [1, N, S] (the rollout stores only that state,
+    not one per step: a Transformer-XL's window is far larger than its inputs); None
+    for a feed-forward network, whose ``unroll`` ignores it."""
+    return None if minibatch.hidden is None else minibatch.hidden[0]
 
 
 def advance(

@@ -56,6 +56,7 @@ from nnxrl.algos.on_policy import (
     per_stream,
     score_with_addon,
     shared_metrics,
+    starting_hidden,
 )
 from nnxrl.algos.return_window import ReturnWindow
 from nnxrl.algos.settings import PPOSettings, RewardStreams, RunFacts
@@ -77,7 +78,7 @@ class Transition(NamedTuple):
     """One rollout step for every env; stacked by the rollout scan to [T, B, ...]."""
 
     obs: jax.Array  # [B, *obs_shape] what the network saw (normalised, if so configured)
-    hidden: jax.Array  # [B, H] the network's hidden state before this step (H = 0: none)
+    hidden: jax.Array | None  # [1, B, S] the hidden state before the rollout (None: none)
     start: jax.Array  # [B] bool: obs is an episode's first observation
     action: jax.Array  # [B] int32, or [B, D] float32 (continuous; before any clipping)
     log_prob: jax.Array  # [B] log pi_old(action | obs)
@@ -95,7 +96,7 @@ class Batch(NamedTuple):
     env sequences (recurrent)."""
 
     obs: jax.Array  # [*L, *obs_shape]
-    hidden: jax.Array  # [*L, H]
+    hidden: jax.Array | None  # [1, N, S]: each sequence's starting state (None: feed-forward)
     start: jax.Array  # [*L] bool
     action: jax.Array  # [*L]
     log_prob: jax.Array  # [*L]
@@ -169,7 +170,7 @@ def collect_rollout(
         raw = state.obs if keep_raw else jnp.zeros((0,))
         transition = Transition(
             obs=obs,
-            hidden=state.hidden,
+            hidden=None,  # recorded once, before the scan
             start=state.start,
             action=action,
             log_prob=dist.log_prob(action),
@@ -184,10 +185,13 @@ def collect_rollout(
         state = state.replace(obs=out.obs, hidden=hidden, start=start, env_state=env_state, key=key)
         return state, (transition, final_obs, raw)
 
+    first_hidden = run_state.hidden
     run_state, (trajectory, final_obs, raw_obs) = jax.lax.scan(
         env_step, run_state, length=s.num_steps
     )
-    if not s.sequences:
+    if s.sequences:  # the update re-runs every env's sequence from its first state
+        trajectory = trajectory._replace(hidden=first_hidden[None])
+    else:
         trajectory = trajectory._replace(final_value=model.value(final_obs))
     _, _, last_value = model.step(run_state.hidden, see(run_state.obs), run_state.start)
     return run_state, trajectory, last_value, raw_obs
@@ -292,7 +296,7 @@ def ppo_loss(
 ) -> tuple[jax.Array, dict]:
     """L = L_policy + c_v L_value - c_e H on one minibatch; returns (L, loss metrics)."""
     model = nnx.merge(s.graphdef, params)
-    dist, value = model.unroll(minibatch.hidden, minibatch.obs, minibatch.start)
+    dist, value = model.unroll(starting_hidden(minibatch), minibatch.obs, minibatch.start)
     log_prob = dist.log_prob(minibatch.action)
     advantage = minibatch.advantage
     if s.advantage_normalization == "minibatch":

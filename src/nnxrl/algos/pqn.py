@@ -51,6 +51,7 @@ from nnxrl.algos.on_policy import (
     per_stream,
     score_with_addon,
     shared_metrics,
+    starting_hidden,
 )
 from nnxrl.algos.return_window import ReturnWindow
 from nnxrl.algos.settings import PQNSettings, RewardStreams, RunFacts
@@ -71,7 +72,7 @@ class Transition(NamedTuple):
     Values are per reward stream at the action the agent would take greedily."""
 
     obs: jax.Array  # [B, *obs_shape]
-    hidden: jax.Array  # [B, H] the network's hidden state before this step
+    hidden: jax.Array | None  # [1, B, S] the hidden state before the rollout (None: none)
     start: jax.Array  # [B] bool: obs is an episode's first observation
     action: jax.Array  # [B] int32, epsilon-greedy
     value: jax.Array  # [B, K] Q_k(obs, a*), a* = argmax of the acting values
@@ -86,7 +87,7 @@ class Batch(NamedTuple):
     """What PQN's update trains on; leading axes ``[*L]`` as for PPO's ``Batch``."""
 
     obs: jax.Array  # [*L, *obs_shape]
-    hidden: jax.Array  # [*L, H]
+    hidden: jax.Array | None  # [1, N, S]: each sequence's starting state (None: feed-forward)
     start: jax.Array  # [*L] bool
     action: jax.Array  # [*L]
     target: jax.Array  # [*L, K] Q(lambda) returns per stream
@@ -154,7 +155,7 @@ def collect_rollout(
             final_q, final_obs = jnp.zeros_like(q), out.final_obs
         transition = Transition(
             obs=state.obs,
-            hidden=state.hidden,
+            hidden=None,  # recorded once, before the scan
             start=state.start,
             action=action,
             value=greedy_values(q, weights),
@@ -168,8 +169,11 @@ def collect_rollout(
         state = state.replace(obs=out.obs, hidden=hidden, start=start, env_state=env_state, key=key)
         return state, (transition, final_obs)
 
+    first_hidden = run_state.hidden
     run_state, (trajectory, final_obs) = jax.lax.scan(env_step, run_state, length=s.num_steps)
-    if not s.sequences:
+    if s.sequences:  # the update re-runs every env's sequence from its first state
+        trajectory = trajectory._replace(hidden=first_hidden[None])
+    else:
         final_value = greedy_values(model(final_obs), weights)
         trajectory = trajectory._replace(final_value=final_value)
     _, last_q = model.step(run_state.hidden, run_state.obs, run_state.start)
@@ -231,7 +235,7 @@ def update_epochs(
 def q_loss(params: Any, minibatch: Batch, hp: Hyperparams, s: PQNStatic) -> tuple[jax.Array, dict]:
     """L = sum over streams k of mean loss(Q_k(s, a), G_k): 0.5 (Q - G)^2 or Huber."""
     model = nnx.merge(s.graphdef, params)
-    q = model.unroll(minibatch.hidden, minibatch.obs, minibatch.start)  # [*L, K, A]
+    q = model.unroll(starting_hidden(minibatch), minibatch.obs, minibatch.start)  # [*L, K, A]
     action = jnp.broadcast_to(minibatch.action[..., None, None], (*q.shape[:-1], 1))
     taken = jnp.take_along_axis(q, action, axis=-1)[..., 0]  # [*L, K]
     if s.loss == "huber":

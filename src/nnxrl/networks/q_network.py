@@ -96,9 +96,9 @@ class RecurrentQNetwork(nnx.Module):
         return jnp.zeros((batch_size, self.hidden_size), jnp.float32)
 
     def unroll(self, hidden: jax.Array, obs: jax.Array, start: jax.Array) -> jax.Array:
-        """Whole sequences: hidden [T, B, S] as recorded before each step (the sequence
-        restarts from hidden[0]), obs [T, B, ...], start [T, B] -> Q [T, B, K, A]."""
-        _, h = self.core(hidden[0], self._embed(obs), start)
+        """Whole sequences: hidden [B, S] the state before the first step, obs
+        [T, B, ...], start [T, B] -> Q [T, B, K, A]."""
+        _, h = self.core(hidden, self._embed(obs), start)
         return self._head(h)
 
     def step(

@@ -99,11 +99,10 @@ class RecurrentActorCritic(nnx.Module):
     def unroll(
         self, hidden: jax.Array, obs: jax.Array, start: jax.Array
     ) -> tuple[Categorical, jax.Array]:
-        """Whole sequences: hidden [T, B, S] as recorded before each step (the sequence
-        restarts from hidden[0]), obs [T, B, ...], start [T, B] -> (Categorical over
-        [T, B, A], value [T, B, K])."""
+        """Whole sequences: hidden [B, S] the state before the first step, obs
+        [T, B, ...], start [T, B] -> (Categorical over [T, B, A], value [T, B, K])."""
         x = self.activation(self.embed(self.encoder(obs)))
-        _, h = self.core(hidden[0], x, start)
+        _, h = self.core(hidden, x, start)
         return self.policy(self.actor(h)), self.critic(h)
 
     def step(
