@@ -87,18 +87,25 @@ def final_returns(records) -> np.ndarray:
     return np.asarray([np.mean(v) for _, v in sorted(by_seed.items())])
 
 
+# a small Transformer-XL: one layer, so that its memory reaches M = 8 steps back
+SMALL_TRANSFORMER = "network.options={layers: 1, heads: 2, memory: 8}"
+MEMORY_RUNS = [
+    (algo, kind, []) for algo in ("ppo", "pqn") for kind in ("gru", "lstm", "min_gru")
+] + [("pqn", "transformer_xl", [SMALL_TRANSFORMER])]  # PPO's: the recall test below
+
+
 @pytest.mark.learning
-@pytest.mark.parametrize("algo", ["ppo", "pqn"])
-@pytest.mark.parametrize("kind", ["gru", "lstm", "min_gru"])
+@pytest.mark.parametrize(("algo", "kind", "options"), MEMORY_RUNS)
 def test_every_memory_kind_remembers_what_feed_forward_ones_cannot(
-    tmp_path, kind, algo, seed_offset
+    tmp_path, algo, kind, options, seed_offset
 ):
     """MemoryChain: +1 for repeating a bit seen five steps earlier, -1 otherwise. Over
     4 seeds each memory kind averages over 0.8 and at least 3 seeds exceed 0.8
     (measured at offsets 0, 1000 and 2000: every seed of lstm and min_gru at 0.99 or
-    1.0); a feed-forward network stays at chance (next test)."""
+    1.0; PQN's transformer 0.98 to 1.0 at 0 and 1000); a feed-forward network stays
+    at chance (next test)."""
     config = f"configs/{algo}-rnn-memorychain.yaml"
-    overrides = [f"network.kind={kind}", "num_seeds=4"]
+    overrides = [f"network.kind={kind}", "num_seeds=4", *options]
     finals = final_returns(train_records(tmp_path, config, overrides, seed_offset))
     assert len(finals) == 4
     assert np.mean(finals) > 0.8 and np.sum(finals > 0.8) >= 3, finals
@@ -112,6 +119,27 @@ def test_a_feed_forward_network_stays_at_chance_on_memory_chain(tmp_path, algo, 
     mlp_overrides = ["network.kind=feedforward", "num_seeds=4"]
     mlp = final_returns(train_records(tmp_path, config, mlp_overrides, seed_offset))
     assert len(mlp) == 4 and abs(np.mean(mlp)) < 0.3, mlp
+
+
+@pytest.mark.learning
+@pytest.mark.parametrize(("memory", "solved"), [(4, True), (3, False)])
+def test_the_transformer_recalls_within_its_memory_and_not_beyond(
+    tmp_path, memory, solved, seed_offset
+):
+    """RepeatPrevious: name the symbol (of 4) shown 4 steps earlier. PPO with a
+    one-layer Transformer-XL whose window holds M = 4 steps averages over 0.8 on 4
+    seeds (3 over 0.8); with M = 3 the symbol has left the window and it stays near
+    chance, 0.25 (mean under 0.4). Measured at offsets 0 and 1000: 0.98 to 1.0 with
+    M = 4 (M = 8 alike), 0.22 to 0.26 with M = 3."""
+    options = f"network.options={{layers: 1, heads: 2, memory: {memory}}}"
+    overrides = ["network.kind=transformer_xl", options]
+    config = "configs/ppo-rnn-repeat-previous.yaml"
+    finals = final_returns(train_records(tmp_path, config, overrides, seed_offset))
+    assert len(finals) == 4
+    if solved:
+        assert np.mean(finals) > 0.8 and np.sum(finals > 0.8) >= 3, finals
+    else:
+        assert np.mean(finals) < 0.4, finals
 
 
 @pytest.mark.learning

@@ -1,6 +1,7 @@
-"""The memory kinds (gru, lstm, min_gru) for both heads: ``unroll`` over a sequence
+"""The memory kinds (gru, lstm, min_gru, transformer_xl) for both heads: ``unroll`` over a sequence
 equals ``step`` one step at a time, an episode start forgets what came before, the
-parallel scan equals a sequential one, and each kind trains, resumes, exports,
+parallel scan equals a sequential one, the Transformer-XL sees exactly layers x M
+steps back, and each kind trains, resumes, exports,
 evaluates and renders through the CLI (resume exactness: test_checkpoint)."""
 
 from __future__ import annotations
@@ -22,15 +23,20 @@ from nnxrl.networks.lstm import LSTM
 from nnxrl.networks.min_gru import MinGRU, linear_recurrence
 from nnxrl.networks.recurrent import GRU
 from nnxrl.networks.settings import NetworkSettings
+from nnxrl.networks.transformer_xl import TransformerXL
 
-KINDS = ["gru", "lstm", "min_gru"]
+KINDS = ["gru", "lstm", "min_gru", "transformer_xl"]
+# a window shorter than the test sequences, so that slots leave it during an unroll
+OPTIONS = {"transformer_xl": {"memory": 4}}
 HEADS = ["actor_critic", "q"]
 SPEC = EnvSpec(id="test", obs_shape=(5,), num_actions=3)
 T, B = 9, 3
 
 
 def network(kind: str, head: str):
-    settings = NetworkSettings(kind=kind, width=16, num_layers=1, activation="relu")
+    settings = NetworkSettings(
+        kind=kind, width=16, num_layers=1, activation="relu", options=OPTIONS.get(kind, {})
+    )
     return build_network(settings, SPEC, 2, jax.random.key(0), head)
 
 
@@ -60,10 +66,10 @@ def test_unrolling_a_sequence_equals_stepping_through_it(kind, head):
 
     def step(h, inputs):
         h_next, *out = net.step(h, *inputs)
-        return h_next, (h, *outputs(head, out if len(out) > 1 else out[0]))
+        return h_next, outputs(head, out if len(out) > 1 else out[0])
 
-    last, (hiddens, *stepped) = jax.lax.scan(step, h0, (obs, start))
-    unrolled = outputs(head, net.unroll(hiddens, obs, start))
+    last, stepped = jax.lax.scan(step, h0, (obs, start))
+    unrolled = outputs(head, net.unroll(h0, obs, start))
     for a, b in zip(unrolled, stepped, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
     embedded = jnp.zeros((T, B, 16)) + obs.sum(-1, keepdims=True)
@@ -82,10 +88,7 @@ def test_after_an_episode_start_nothing_before_it_matters(kind, head):
     rng, obs, _ = sequence(2)
     k = 4
     start = jnp.zeros((T, B), bool).at[k].set(True)
-    state = net.initial_hidden(B)
-    hidden = jnp.broadcast_to(
-        jnp.asarray(rng.normal(size=state.shape), jnp.float32), (T, *state.shape)
-    )
+    hidden = jnp.asarray(rng.normal(size=net.initial_hidden(B).shape), jnp.float32)
     before = outputs(head, net.unroll(hidden, obs, start))
     perturbed = obs.at[:k].add(jnp.asarray(rng.normal(size=(k, B, 5)), jnp.float32))
     after = outputs(head, net.unroll(hidden * 3.0, perturbed, start))
@@ -110,7 +113,7 @@ def test_the_parallel_scan_equals_a_sequential_one():
     np.testing.assert_allclose(linear_recurrence(a, b, h0), sequential, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("make", [GRU, LSTM, MinGRU])
+@pytest.mark.parametrize("make", [GRU, LSTM, MinGRU, TransformerXL])
 def test_a_reset_at_the_first_step_ignores_the_initial_state(make):
     core = make(6, 8, nnx.Rngs(0))
     rng = np.random.default_rng(4)
@@ -120,6 +123,40 @@ def test_a_reset_at_the_first_step_ignores_the_initial_state(make):
     _, fresh = core(jnp.zeros_like(h0), x, start)
     _, reset = core(h0, x, start)
     np.testing.assert_allclose(fresh, reset, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_the_transformer_sees_exactly_layers_times_its_memory_back(layers):
+    """Each layer attends to the M steps before the current one, so the last output of
+    a sequence depends on the input layers * M steps earlier and on none before it
+    (the gradient is exactly zero), whether those steps are in the sequence or were
+    carried in the window from an earlier call."""
+    memory, t_len = 3, 12
+    core = TransformerXL(8, 8, nnx.Rngs(0), layers=layers, heads=2, memory=memory)
+    x = jnp.asarray(np.random.default_rng(5).normal(size=(t_len, 1, 8)), jnp.float32)
+    start = jnp.zeros((t_len, 1), bool)
+    state = jnp.zeros((1, core.state_size)).at[:, -memory:].set(1.0)  # a window in-episode
+
+    def last_output(x):
+        return core(state, x, start)[1][-1].sum()
+
+    reach = np.abs(np.asarray(jax.grad(last_output)(x))).sum(axis=(1, 2))  # [T]
+    first_seen = t_len - 1 - layers * memory
+    assert reach[first_seen] > 0 and np.all(reach[:first_seen] == 0), reach
+    # split in two calls, the window carries what the first one saw: the same outputs
+    carried, early = core(state, x[:5], start[:5])
+    _, late = core(carried, x[5:], start[5:])
+    whole = core(state, x, start)[1]
+    np.testing.assert_allclose(jnp.concatenate([early, late]), whole, rtol=1e-5, atol=1e-5)
+
+
+def test_the_transformers_heads_must_divide_the_width(tmp_path, capsys):
+    bad = ["network.kind=transformer_xl", "network.width=30", "network.options={heads: 4}"]
+    args = ["train", CARTPOLE, "--out", str(tmp_path / "r")] + sum((["--set", s] for s in bad), [])
+    assert main(args) == 2
+    assert not (tmp_path / "r").exists()
+    err = capsys.readouterr().err
+    assert "network.options.heads: 4 heads do not divide network.width 30" in err
 
 
 def test_min_gru_layers_are_a_setting(tmp_path, capsys):
@@ -139,7 +176,9 @@ def test_min_gru_layers_are_a_setting(tmp_path, capsys):
 
 # the other two pairs (lstm with PPO, min_gru with PQN) train and resume in
 # test_checkpoint.py::test_resume_is_bit_exact
-@pytest.mark.parametrize(("kind", "algo"), [("min_gru", "ppo"), ("lstm", "pqn")])
+@pytest.mark.parametrize(
+    ("kind", "algo"), [("min_gru", "ppo"), ("lstm", "pqn"), ("transformer_xl", "ppo")]
+)
 def test_each_kind_trains_exports_evaluates_and_renders(kind, algo, tmp_path):
     config = CARTPOLE if algo == "ppo" else CARTPOLE.replace("ppo-cartpole", "pqn-cartpole")
     short = [s.replace("ppo.", f"{algo}.") for s in SHORT_CARTPOLE]

@@ -269,7 +269,7 @@ def validate(config: Config) -> Config:
     """Reject impossible combinations; returns the config unchanged when it is sound."""
     env, algo, name = config.env, config.algo_config, config.algo
     batch = schedule.batch_size(config)
-    check_network(config.network.kind, config.network.options, algorithm(name).head)
+    check_network(config.network, algorithm(name).head)
     if env.num_envs % env.reset_ratio:
         raise ConfigError(
             f"env.reset_ratio: {env.reset_ratio} does not divide env.num_envs={env.num_envs}; "

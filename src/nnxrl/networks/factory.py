@@ -1,8 +1,9 @@
 """The network a config describes, for an env's spec and the head an algorithm needs,
 and the kinds nnxrl ships (registered in ``registry.py`` as a user's would be):
 ``feedforward`` (separate actor and critic MLPs; PQN: one Q-network MLP) and the
-memory kinds, an embedding and a memory core shared by the heads: ``gru``, ``lstm``
-and ``min_gru`` (a linear recurrence trained by a parallel scan)."""
+memory kinds, an embedding and a memory core shared by the heads: ``gru``, ``lstm``,
+``min_gru`` (a linear recurrence trained by a parallel scan) and ``transformer_xl``
+(attention over a window of the last M steps)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from nnxrl.networks.q_network import QNetwork, RecurrentQNetwork
 from nnxrl.networks.recurrent import GRU, RecurrentActorCritic
 from nnxrl.networks.registry import network_kind, network_options
 from nnxrl.networks.settings import NetworkSettings
+from nnxrl.networks.transformer_xl import TransformerXL
 
 
 def build_network(
@@ -90,9 +92,21 @@ def min_gru_core(options: Any) -> Any:
     return partial(MinGRU, layers=options.layers)
 
 
+def transformer_xl_core(options: Any) -> Any:
+    return partial(
+        TransformerXL,
+        layers=options.layers,
+        heads=options.heads,
+        memory=options.memory,
+        gate_bias=options.gate_bias,
+    )
+
+
 gru_actor_critic = builtin(RecurrentActorCritic, "actor_critic", gru_core)
 gru_q = builtin(RecurrentQNetwork, "q", gru_core)
 lstm_actor_critic = builtin(RecurrentActorCritic, "actor_critic", lstm_core)
 lstm_q = builtin(RecurrentQNetwork, "q", lstm_core)
 min_gru_actor_critic = builtin(RecurrentActorCritic, "actor_critic", min_gru_core)
 min_gru_q = builtin(RecurrentQNetwork, "q", min_gru_core)
+transformer_xl_actor_critic = builtin(RecurrentActorCritic, "actor_critic", transformer_xl_core)
+transformer_xl_q = builtin(RecurrentQNetwork, "q", transformer_xl_core)

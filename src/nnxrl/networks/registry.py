@@ -7,12 +7,13 @@ sequences re-run from the hidden state stored at the start of the rollout).
 
 Heads, and what the built module must offer (batch dims ``*L`` lead every array):
 
-- ``actor_critic`` (PPO): ``initial_hidden(B)``, ``step(hidden, obs, start) ->
-  (hidden, dist, value [B, K])``, ``unroll(hidden, obs [T, B, ...], start) -> (dist,
-  value [T, B, K])``; a feed-forward kind also ``value(obs) -> [*L, K]``.
-- ``q`` (PQN): ``initial_hidden(B)``, ``step(hidden, obs, start) -> (hidden, q [B,
-  K, A])``, ``unroll(hidden, obs, start) -> q [T, B, K, A]``; a feed-forward kind
-  also ``__call__(obs) -> q``.
+- ``actor_critic`` (PPO): ``initial_hidden(B) -> [B, S]``, ``step(hidden [B, S],
+  obs [B, ...], start [B]) -> (hidden, dist, value [B, K])``, ``unroll(hidden [B, S],
+  obs [T, B, ...], start [T, B]) -> (dist, value [T, B, K])`` from the state before
+  the first step; a feed-forward kind (S = 0; its ``unroll`` gets None and single
+  steps ``[N, ...]``) also ``value(obs) -> [*L, K]``.
+- ``q`` (PQN): the same ``initial_hidden``, ``step -> (hidden, q [B, K, A])`` and
+  ``unroll -> q [T, B, K, A]``; a feed-forward kind also ``__call__(obs) -> q``.
 
 A builder is ``build(network, options, spec, num_values, rngs)``: the shared
 ``NetworkSettings``, the kind's options, the env's ``EnvSpec``, K (critic outputs or
@@ -26,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from nnxrl.lazy import imported
-from nnxrl.networks.settings import MinGRUOptions, NoOptions
+from nnxrl.networks.settings import MinGRUOptions, NetworkSettings, NoOptions, TransformerXLOptions
 from nnxrl.schema import ConfigError, build_section, unknown_name
 
 HEADS = ("actor_critic", "q")
@@ -87,16 +88,19 @@ def network_options(kind: str, options: dict) -> Any:
     return build_section(cls, options, "network.options.")
 
 
-def check_network(kind: str, options: dict, head: str) -> None:
-    """Raise a ConfigError unless ``kind`` is known, carries ``head`` and takes
-    ``options``."""
-    registration = network_kind(kind)
+def check_network(network: NetworkSettings, head: str) -> None:
+    """Raise a ConfigError unless ``network.kind`` is known, carries ``head`` and takes
+    ``network.options`` (and the options, if they have a ``check``, agree with the
+    rest of the section)."""
+    registration = network_kind(network.kind)
     if head not in registration.builders:
         raise ConfigError(
-            f"network.kind: {kind!r} has no {head} head (it has: "
+            f"network.kind: {network.kind!r} has no {head} head (it has: "
             f"{sorted(registration.builders)}), which this algorithm needs"
         )
-    network_options(kind, options)
+    options = network_options(network.kind, network.options)
+    if hasattr(options, "check"):
+        options.check(network)
 
 
 def _shipped(kind: str) -> dict[str, Callable[..., Any]]:
@@ -108,3 +112,4 @@ register_network("feedforward", NoOptions, _shipped("feedforward"))
 register_network("gru", NoOptions, _shipped("gru"), sequences=True)
 register_network("lstm", NoOptions, _shipped("lstm"), sequences=True)
 register_network("min_gru", MinGRUOptions, _shipped("min_gru"), sequences=True)
+register_network("transformer_xl", TransformerXLOptions, _shipped("transformer_xl"), sequences=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from nnxrl.schema import setting
+from nnxrl.schema import ConfigError, setting
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,9 @@ class NetworkSettings:
         "kinds, an embedding and a memory core of size width shared by actor and critic "
         "MLP heads (PQN: under a linear Q head), trained on whole env sequences: gru; "
         "lstm; min_gru (a minimal GRU, a linear recurrence trained by a parallel scan; "
-        "options: layers). Or any kind registered with nnxrl.register_network.",
+        "options: layers); transformer_xl (a gated Transformer-XL attending to the last "
+        "M steps; options: layers, heads, memory, gate_bias). Or any kind registered with "
+        "nnxrl.register_network.",
     )
     num_layers: int = setting(
         2,
@@ -73,3 +75,30 @@ class MinGRUOptions:
         low=1,
         high=16,
     )
+
+
+@dataclass(frozen=True)
+class TransformerXLOptions:
+    """``network.options`` of ``network.kind: transformer_xl``."""
+
+    layers: int = setting(2, "Gated Transformer-XL layers.", low=1, high=16)
+    heads: int = setting(4, "Attention heads per layer; they must divide network.width.", low=1)
+    memory: int = setting(
+        32,
+        "M: the steps before the current one that each step attends to (the window "
+        "carried from step to step; recall further back than M is impossible).",
+        low=1,
+        high=4096,
+    )
+    gate_bias: float = setting(
+        2.0,
+        "b_g of GTrXL's gates: how strongly each layer starts out passing its input "
+        "through unchanged.",
+    )
+
+    def check(self, network: NetworkSettings) -> None:
+        if network.width % self.heads:
+            raise ConfigError(
+                f"network.options.heads: {self.heads} heads do not divide network.width "
+                f"{network.width}; choose heads among the divisors of the width"
+            )

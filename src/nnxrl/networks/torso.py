@@ -28,10 +28,13 @@ ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
 }
 
 
-def orthogonal_linear(in_features: int, out_features: int, scale: float, rngs: nnx.Rngs):
+def orthogonal_linear(
+    in_features: int, out_features: int, scale: float, rngs: nnx.Rngs, bias: bool = True
+):
     return nnx.Linear(
         in_features,
         out_features,
+        use_bias=bias,
         kernel_init=orthogonal(scale),
         bias_init=nnx.initializers.zeros,
         rngs=rngs,
