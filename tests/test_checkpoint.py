@@ -55,9 +55,18 @@ VARIANTS = {
         ],
     ),
     "pqn": ("configs/pqn-cartpole.yaml", ["env.num_envs=4", "network.width=32", "mesh.envs=2"]),
-    "pqn-gru": (
+    # PQN's recurrent path with the GRU: pqn-min_gru; the transformer's window sharded
+    # over the mesh with the envs, and the previous action and reward observed
+    "pqn-transformer_xl": (
         "configs/pqn-cartpole.yaml",
-        ["env.num_envs=4", "network.kind=gru", "network.width=32"],
+        [
+            "env.num_envs=4",
+            "env.previous_action_reward=true",
+            "network.kind=transformer_xl",
+            "network.width=16",
+            "network.options={layers: 1, heads: 2, memory: 4}",
+            "mesh.envs=2",
+        ],
     ),
     "lstm": ("configs/ppo-cartpole.yaml", ["network.kind=lstm", "network.width=16", "mesh.envs=2"]),
     "pqn-min_gru": (

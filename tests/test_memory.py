@@ -176,14 +176,20 @@ def test_min_gru_layers_are_a_setting(tmp_path, capsys):
 
 # the other two pairs (lstm with PPO, min_gru with PQN) train and resume in
 # test_checkpoint.py::test_resume_is_bit_exact
+# the transformer also observes the previous action and reward (4 + 2 + 1 inputs)
 @pytest.mark.parametrize(
-    ("kind", "algo"), [("min_gru", "ppo"), ("lstm", "pqn"), ("transformer_xl", "ppo")]
+    ("kind", "algo", "extra"),
+    [
+        ("min_gru", "ppo", []),
+        ("lstm", "pqn", []),
+        ("transformer_xl", "ppo", ["env.previous_action_reward=true"]),
+    ],
 )
-def test_each_kind_trains_exports_evaluates_and_renders(kind, algo, tmp_path):
+def test_each_kind_trains_exports_evaluates_and_renders(kind, algo, extra, tmp_path):
     config = CARTPOLE if algo == "ppo" else CARTPOLE.replace("ppo-cartpole", "pqn-cartpole")
     short = [s.replace("ppo.", f"{algo}.") for s in SHORT_CARTPOLE]
     overrides = [*short, "env.num_envs=4", "total_env_steps=1024", f"network.kind={kind}"]
-    overrides.append("network.width=16")
+    overrides += ["network.width=16", *extra]
     records = train(tmp_path / "run", config, overrides)
     assert len(records) == 8 and all(np.isfinite(r["loss/total"]) for r in records)
     report = tmp_path / "eval.json"
@@ -195,5 +201,5 @@ def test_each_kind_trains_exports_evaluates_and_renders(kind, algo, tmp_path):
     assert main(["export", str(tmp_path / "run"), "--out", str(tmp_path / "policy")]) == 0
     policy = load_policy(tmp_path / "policy")
     assert policy.network.kind == kind
-    actions, hidden = policy.act(jnp.zeros((3, 4)), jax.random.key(0))
+    actions, hidden = policy.act(jnp.zeros((3, 7 if extra else 4)), jax.random.key(0))
     assert actions.shape == (3,) and hidden.shape[0] == 3

@@ -1,8 +1,8 @@
 """The env registry: the envs a config may name (gymnax ids, Craftax ids, Brax's
 ``brax:<name>`` with the brax extra, nnxrl's memory tasks, and those users
-register), checked against the
-config's env section and built as a batched, self-resetting env with episode
-statistics."""
+register), checked against the config's env section and built as a batched,
+self-resetting env with episode statistics (and, if so configured, the previous
+action and reward in each observation)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from nnxrl.envs.craftax_env import CRAFTAX_IDS, make_craftax_env
 from nnxrl.envs.episode_stats import with_episode_statistics
 from nnxrl.envs.gymnax_env import gymnax_ids, make_gymnax_env, split_kwargs
 from nnxrl.envs.memory_tasks import make_repeat_previous, make_stateless_cartpole
+from nnxrl.envs.previous_step import check_flat_observations, with_previous_step
 from nnxrl.envs.settings import EnvConfig
 from nnxrl.schema import ConfigError
 
@@ -50,6 +51,12 @@ def known_env_ids(with_brax: bool = True) -> dict[str, list[str]]:
 
 def check_env_config(env: EnvConfig) -> None:
     """Raise ConfigError for an unknown id or an option the env's family lacks."""
+    check_id_and_kwargs(env)
+    if env.previous_action_reward:  # the observations' shape, from a one-env batch
+        check_flat_observations(env_spec(dataclasses.replace(env, previous_action_reward=False)))
+
+
+def check_id_and_kwargs(env: EnvConfig) -> None:
     families = known_env_ids(with_brax=False)
     if env.id in _REGISTERED or env.id in MEMORY_TASKS:
         if env.reset_ratio != 1:
@@ -156,6 +163,8 @@ def make_env(env: EnvConfig) -> VecEnv:
         vec = make_brax_env(env.id, env.num_envs, **env.kwargs)
     else:
         vec = make_gymnax_env(env.id, env.num_envs, **env.kwargs)
+    if env.previous_action_reward:
+        vec = with_previous_step(vec)
     return with_episode_statistics(vec)
 
 

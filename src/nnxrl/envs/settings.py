@@ -19,3 +19,9 @@ class EnvConfig:
         low=1,
     )
     kwargs: dict = _field({}, "Keyword arguments for the environment constructor (gymnax).")
+    previous_action_reward: bool = _field(
+        False,
+        "Append the previous step's action (one-hot if discrete) and reward to each "
+        "observation, zeros at an episode's first step (envs/previous_step.py), so that "
+        "a memory network sees what it did; flat observations only.",
+    )
