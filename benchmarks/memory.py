@@ -1,7 +1,8 @@
 """The memory kinds side by side: compile time and env steps/s of PPO and PQN with
 each network kind on a memory task and on Craftax-Classic-Symbolic, and the time of
-one update against the sequence length T for the GRU (a scan of T dependent steps)
-and minGRU (one parallel scan).
+one update against the sequence length T for the GRU (a scan of T dependent steps),
+minGRU (one parallel scan) and the Transformer-XL (attention over the window and the
+sequence at once).
 
     uv run python benchmarks/memory.py            # both tables
     uv run python benchmarks/memory.py --quick    # RepeatPrevious only, T up to 256
@@ -9,9 +10,9 @@ and minGRU (one parallel scan).
 
 Compile times are cold (the persistent compilation cache off); env steps/s are
 medians of timed chunks after a warm-up one. The sequence-length table trains PPO on
-RepeatPrevious-v0 with 16 envs x T steps, one epoch of one minibatch, width 128 and
-one minGRU layer (one recurrence against one), so an update is one rollout of T
-steps and one pass over the T-step sequences.
+RepeatPrevious-v0 with 16 envs x T steps, one epoch of one minibatch, width 128, one
+minGRU layer (one recurrence against one) and one attention layer, so an update is
+one rollout of T steps and one pass over the T-step sequences.
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ from nnxrl import config as C  # noqa: E402
 from nnxrl.run import schedule  # noqa: E402
 from nnxrl.run.programs import compile_programs  # noqa: E402
 
-KINDS = ["feedforward", "gru", "lstm", "min_gru"]
+# network.kind -> its options here (the transformer: one layer, a window of 8 steps)
+KINDS = {
+    "feedforward": [],
+    "gru": [],
+    "lstm": [],
+    "min_gru": [],
+    "transformer_xl": ["network.options={layers: 1, heads: 2, memory: 8}"],
+}
 COMMON = ["logging.backends=[]", "compile_cache.enabled=false", "num_seeds=1"]
 TASKS = {  # (config, overrides); {algo} is ppo or pqn
     "RepeatPrevious-v0": (
@@ -74,33 +82,35 @@ def timed_chunks(config: C.Config, chunks: int = 5) -> tuple[float, float]:
     return compile_seconds, steps / statistics.median(times)
 
 
-def kinds_table(tasks: list[str]) -> None:
-    print("| task | algo | network.kind | compile s | env steps/s | vs feedforward |")
-    print("|---|---|---|---|---|---|")
+def kinds_table(tasks: list[str], kinds: list[str]) -> None:
+    print("| task | algo | network.kind | compile s | env steps/s |")
+    print("|---|---|---|---|---|")
     for task in tasks:
         path, overrides = TASKS[task]
         for algo in ("ppo", "pqn"):
-            base = None
-            for kind in KINDS:
+            for kind in kinds:
                 chosen = [o.format(algo=algo) for o in overrides]
-                config = C.load(path.format(algo=algo), [*COMMON, *chosen, f"network.kind={kind}"])
+                chosen += [f"network.kind={kind}", *KINDS[kind]]
+                config = C.load(path.format(algo=algo), [*COMMON, *chosen])
                 chunks = 2 if task.startswith("Craftax") else 5  # Craftax: ~15 s a chunk
                 compile_s, sps = timed_chunks(config, chunks)
-                base = base or sps
-                print(
-                    f"| {task} | {algo} | {kind} | {compile_s:.1f} | {sps:,.0f} "
-                    f"| {sps / base:.2f} |",
-                    flush=True,
-                )
+                print(f"| {task} | {algo} | {kind} | {compile_s:.1f} | {sps:,.0f} |", flush=True)
+
+
+SEQUENCE_KINDS = {  # one recurrence (or one attention layer) each
+    "gru": [],
+    "min_gru": ["network.options={layers: 1}"],
+    "transformer_xl": ["network.options={layers: 1, heads: 4, memory: 32}"],
+}
 
 
 def sequence_table(lengths: list[int]) -> dict[str, list[float]]:
-    print("\n| T | gru s/update | min_gru s/update | min_gru / gru |")
-    print("|---|---|---|---|")
-    curves: dict[str, list[float]] = {"gru": [], "min_gru": []}
+    print("\n| T | gru s/update | min_gru s/update | transformer_xl s/update | min_gru / gru |")
+    print("|---|---|---|---|---|")
+    curves: dict[str, list[float]] = {kind: [] for kind in SEQUENCE_KINDS}
     for length in lengths:
         seconds = {}
-        for kind in ("gru", "min_gru"):
+        for kind, options in SEQUENCE_KINDS.items():
             overrides = [
                 *COMMON,
                 "env.id=RepeatPrevious-v0",
@@ -111,7 +121,7 @@ def sequence_table(lengths: list[int]) -> dict[str, list[float]]:
                 "ppo.num_minibatches=1",
                 f"network.kind={kind}",
                 "network.width=128",
-                *(["network.options={layers: 1}"] if kind == "min_gru" else []),
+                *options,
                 f"total_env_steps={16 * length * 4}",
                 "logging.updates_per_chunk=1",
             ]
@@ -120,10 +130,8 @@ def sequence_table(lengths: list[int]) -> dict[str, list[float]]:
             seconds[kind] = 16 * length / sps
             curves[kind].append(seconds[kind])
         ratio = seconds["min_gru"] / seconds["gru"]
-        print(
-            f"| {length} | {seconds['gru']:.4f} | {seconds['min_gru']:.4f} | {ratio:.2f} |",
-            flush=True,
-        )
+        row = " | ".join(f"{seconds[kind]:.4f}" for kind in SEQUENCE_KINDS)
+        print(f"| {length} | {row} | {ratio:.2f} |", flush=True)
     return curves
 
 
@@ -135,7 +143,12 @@ def plot_sequence(lengths: list[int], curves: dict[str, list[float]], path: str)
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    for kind, label in (("gru", "GRU (lax.scan)"), ("min_gru", "minGRU (associative scan)")):
+    labels = {
+        "gru": "GRU (lax.scan)",
+        "min_gru": "minGRU (associative scan)",
+        "transformer_xl": "Transformer-XL (M = 32)",
+    }
+    for kind, label in labels.items():
         ax.plot(lengths, curves[kind], marker="o", label=label)
     ax.set(xscale="log", yscale="log", xlabel="sequence length T (steps per rollout)")
     ax.set(
@@ -153,9 +166,16 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="RepeatPrevious only, T <= 256")
     parser.add_argument("--no-craftax", action="store_true", help="RepeatPrevious rows only")
     parser.add_argument("--plot", help="write the T table as a figure to this file")
+    parser.add_argument(
+        "--kinds", nargs="+", choices=list(KINDS), default=list(KINDS), help="the kinds' rows"
+    )
+    parser.add_argument("--no-sequence", action="store_true", help="skip the T table")
     args = parser.parse_args()
     print(f"devices: {jax.devices()}\n")
-    kinds_table(["RepeatPrevious-v0"] if args.quick or args.no_craftax else list(TASKS))
+    tasks = ["RepeatPrevious-v0"] if args.quick or args.no_craftax else list(TASKS)
+    kinds_table(tasks, args.kinds)
+    if args.no_sequence:
+        return
     lengths = [16, 64, 256] if args.quick else [16, 64, 256, 1024]
     curves = sequence_table(lengths)
     if args.plot:

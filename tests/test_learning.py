@@ -131,9 +131,8 @@ def test_the_transformer_recalls_within_its_memory_and_not_beyond(
     seeds (3 over 0.8); with M = 3 the symbol has left the window and it stays near
     chance, 0.25 (mean under 0.4). Measured at offsets 0 and 1000: 0.98 to 1.0 with
     M = 4 (M = 8 alike), 0.22 to 0.26 with M = 3."""
-    options = f"network.options={{layers: 1, heads: 2, memory: {memory}}}"
-    overrides = ["network.kind=transformer_xl", options]
-    config = "configs/ppo-rnn-repeat-previous.yaml"
+    config = "configs/ppo-trxl-repeat-previous.yaml"  # M = 8 there
+    overrides = [f"network.options={{layers: 1, heads: 2, memory: {memory}}}"]
     finals = final_returns(train_records(tmp_path, config, overrides, seed_offset))
     assert len(finals) == 4
     if solved:
