@@ -25,8 +25,9 @@ from nnxrl.networks.registry import check_network, network_kind
 from nnxrl.networks.settings import NetworkSettings as NetworkConfig
 from nnxrl.parallel.settings import DistributedConfig, MeshConfig
 from nnxrl.run import schedule
-from nnxrl.schema import ConfigError, parse_yaml, setting, to_dict
+from nnxrl.schema import ConfigError, parse_yaml, section, setting, to_dict
 from nnxrl.sweeps import space as sweep_lib
+from nnxrl.sweeps.settings import PBTConfig
 
 __all__ = ["Config", "ConfigError", "from_dict", "load", "dump", "to_dict", "setting"]
 
@@ -203,6 +204,12 @@ class SweepConfig:
         "Train only the settings with these values of swept keys (each group of an "
         "allow_recompile sweep sets its own; also reruns part of a sweep).",
     )
+    pbt: PBTConfig = section(
+        PBTConfig,
+        "Population-based training: with interval > 0 the settings are a population "
+        "whose worst members copy better ones and perturb their values every interval "
+        "updates, inside the compiled program (sweeps/pbt.py).",
+    )
 
 
 @dataclass(frozen=True)
@@ -350,6 +357,53 @@ def _validate_sweep(config: Config) -> None:
                 f"sweep: setting {index} ({schema.describe_values(values)}) is not a "
                 f"valid config: {e}"
             ) from None
+    if sweep.pbt.interval:
+        _validate_pbt(config, settings)
+
+
+def _validate_pbt(config: Config, settings: list[tuple[int, dict[str, Any]]]) -> None:
+    """PBT's population is one program of at least two settings, explored within
+    bounds that hold every initial value, exploiting at least once."""
+    pbt, sweep = config.sweep.pbt, config.sweep
+    if sweep.allow_recompile:
+        raise ConfigError(
+            "sweep.allow_recompile: a PBT population trains as one program, so every "
+            "swept key must be traced; drop allow_recompile or sweep.pbt"
+        )
+    if len(settings) < 2:
+        raise ConfigError(
+            f"sweep.pbt: the population is the sweep's settings, and it has "
+            f"{len(settings)}; give sweep.grid or sweep.random at least two"
+        )
+    updates = schedule.num_updates(config)
+    if pbt.interval >= updates:
+        raise ConfigError(
+            f"sweep.pbt.interval: {pbt.interval} updates, but the run has {updates}, so "
+            f"no member would ever copy another; choose an interval below {updates}"
+        )
+    keys = sweep_lib.swept_keys(sweep)
+    for key, bounds in pbt.bounds.items():
+        if key not in keys:
+            raise ConfigError(
+                f"sweep.pbt.bounds.{key}: {key} is not swept; bounds are for the swept "
+                f"keys ({', '.join(keys)})"
+            )
+        if (
+            not isinstance(bounds, list | tuple)
+            or len(bounds) != 2
+            or not all(isinstance(b, int | float) for b in map(sweep_lib.plain, bounds))
+            or not sweep_lib.plain(bounds[0]) < sweep_lib.plain(bounds[1])
+        ):
+            raise ConfigError(
+                f"sweep.pbt.bounds.{key}: expected [low, high] with low < high, got {bounds!r}"
+            )
+        low, high = map(sweep_lib.plain, bounds)
+        for index, values in settings:
+            if not low <= values[key] <= high:
+                raise ConfigError(
+                    f"sweep.pbt.bounds.{key}: [{low}, {high}] excludes setting {index}'s "
+                    f"initial value {values[key]}; widen the bounds or change the sweep"
+                )
 
 
 def with_values(config: Config, values: Mapping[str, Any]) -> Config:

@@ -25,7 +25,7 @@ one program.
 
 def reference() -> str:
     """The whole reference as Markdown."""
-    parts = [HEADER, _section("Run (top level)", config_lib.Config, "", top_level=True)]
+    parts = [HEADER, _section("Run (top level)", config_lib.Config, "")]
     hints = typing.get_type_hints(config_lib.Config)
     for f in dataclasses.fields(config_lib.Config):
         if "tag" in f.metadata:
@@ -33,19 +33,25 @@ def reference() -> str:
                 title = f"`{name}` (with `algo: {name}`)"
                 parts.append(_section(title, cls, f"{name}.", doc=cls.__doc__))
         elif dataclasses.is_dataclass(hints[f.name]):
-            parts.append(_section(f"`{f.name}`", hints[f.name], f"{f.name}.", f.metadata["doc"]))
+            cls = hints[f.name]
+            parts.append(_section(f"`{f.name}`", cls, f"{f.name}.", f.metadata["doc"]))
+            inner = typing.get_type_hints(cls)
+            for g in dataclasses.fields(cls):  # a section within it: its own table
+                if dataclasses.is_dataclass(inner[g.name]):
+                    name = f"{f.name}.{g.name}"
+                    parts.append(
+                        _section(f"`{name}`", inner[g.name], f"{name}.", g.metadata["doc"])
+                    )
     parts += _options_sections()
     return "\n".join(parts)
 
 
-def _section(
-    title: str, cls: type, prefix: str, doc: str | None = None, top_level: bool = False
-) -> str:
+def _section(title: str, cls: type, prefix: str, doc: str | None = None) -> str:
     """A heading, the section's doc and a table of its keys."""
     rows = ["| key | default | meaning |", "|---|---|---|"]
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
-        if top_level and ("tag" in f.metadata or dataclasses.is_dataclass(hints[f.name])):
+        if "tag" in f.metadata or dataclasses.is_dataclass(hints[f.name]):
             continue  # the sections, each under its own heading
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         meaning = f.metadata["doc"] + (" *traced*" if f.metadata.get("traced") else "")

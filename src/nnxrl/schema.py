@@ -127,6 +127,11 @@ def _coerce(key: str, value: Any, tp: Any, meta: Mapping[str, Any]) -> Any:
         if value not in allowed:
             raise ConfigError(f"{key}: {value!r} is not allowed; choose one of {list(allowed)}")
         return value
+    if origin is tuple and typing.get_args(tp)[1:] == (Ellipsis,):  # tuple[float, ...]
+        if not isinstance(value, (list, tuple)) or not value:
+            raise ConfigError(f"{key}: expected a list of numbers, got {value!r}")
+        item = typing.get_args(tp)[0]
+        return tuple(_coerce(f"{key}[{i}]", v, item, meta) for i, v in enumerate(value))
     if tp in (dict, list, tuple, str, bool):
         return _NON_NUMERIC[tp](key, value, meta)
     value = _number(key, value, tp)

@@ -33,6 +33,9 @@ class RunState:
     recent_returns: Any  # ReturnWindow: the last N episodes' returns (algos/return_window.py)
     # observation and reward statistics (algos/normalization.py); empty when unused
     normalizer: Any = ()
+    # a PBT member's traced coefficients, which change during the run (sweeps/pbt.py);
+    # empty otherwise (the coefficients enter each update as an argument)
+    hyperparams: Any = ()
 
 
 @struct.dataclass

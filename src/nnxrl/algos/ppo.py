@@ -146,12 +146,11 @@ def train_update(run_state: RunState, hp: Hyperparams, *, s: PPOStatic) -> tuple
 def collect_rollout(
     run_state: RunState, s: PPOStatic
 ) -> tuple[RunState, Transition, jax.Array, jax.Array]:
-    """Act for T steps in every env (observations normalised with the moments from
-    before the rollout): the advanced state, the Transitions [T, B], V(obs) [B, K] of
-    the observation after the last step, and the raw observations [T, B, ...] when
-    they are normalised ([0] otherwise). V(final obs), a truncation's bootstrap, is one
-    more recurrent step from the new hidden state inside the scan, or for a
-    feed-forward critic one batched pass over all T x B after it (measured faster)."""
+    """Act for T steps in every env (inputs normalised with the moments from before):
+    the advanced state, Transitions [T, B] (and a recurrent net's state before them),
+    V(obs) [B, K] after the last step, the raw observations [T, B, ...] if normalised
+    ([0] else). V(final obs), the truncation bootstrap: a recurrent step inside the
+    scan, else one batched pass over all T x B after it (measured faster)."""
     model = nnx.merge(s.graphdef, run_state.params)
     see = partial(observe, run_state.normalizer.obs, clip=s.obs_clip)
     keep_raw = isinstance(run_state.normalizer.obs, Moments)
@@ -185,11 +184,10 @@ def collect_rollout(
         state = state.replace(obs=out.obs, hidden=hidden, start=start, env_state=env_state, key=key)
         return state, (transition, final_obs, raw)
 
-    first_hidden = run_state.hidden
-    run_state, (trajectory, final_obs, raw_obs) = jax.lax.scan(
-        env_step, run_state, length=s.num_steps
-    )
-    if s.sequences:  # the update re-runs every env's sequence from its first state
+    first_hidden = run_state.hidden  # the update re-runs every env's sequence from it
+    scanned = jax.lax.scan(env_step, run_state, length=s.num_steps)
+    run_state, (trajectory, final_obs, raw_obs) = scanned
+    if s.sequences:
         trajectory = trajectory._replace(hidden=first_hidden[None])
     else:
         trajectory = trajectory._replace(final_value=model.value(final_obs))

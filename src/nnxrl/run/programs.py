@@ -29,6 +29,7 @@ from nnxrl.run.chunk import SEED_AXIS, train_chunk
 from nnxrl.run.compile_cache import use_compile_cache
 from nnxrl.run.resources import check_fits
 from nnxrl.sweeps import population
+from nnxrl.sweeps.pbt import pbt_chunk
 
 
 def seed_key(seed: jax.Array, index: jax.Array) -> jax.Array:
@@ -82,19 +83,18 @@ def compile_programs(config: config_lib.Config) -> Programs:
             config.env.num_envs,
         )
     hp, hp_sharding, hp_axis = placed_hyperparams(config, layout)
-    init, init_compiled, template, options = compile_init(config, algo, layout, shardings)
+    pbt = population.pbt_static(config)
+    if pbt is not None:  # the members' values travel in the state, split like it
+        shardings = with_member_hyperparams(shardings, hp, layout)
+    init, init_compiled, template, options = compile_init(
+        config, algo, layout, shardings, hp if pbt is not None else None
+    )
     shardings = init_compiled.output_shardings  # one per leaf
-    # a plain run stops every seed at a non-finite value; in a sweep each member that
-    # meets one keeps its last good state and the others train on (chunk.py)
-    guard_axis = None if config.is_sweep else SEED_AXIS
 
     def compile_chunk(num_updates: int) -> Any:
-        one_chunk = partial(
-            train_chunk, update_fn=algo.update, num_updates=num_updates, axis_name=guard_axis
-        )
         return (
             jax.jit(
-                jax.vmap(one_chunk, in_axes=(0, hp_axis), axis_name=SEED_AXIS),
+                chunk_program(config, algo.update, num_updates, hp_axis, pbt),
                 in_shardings=(shardings, hp_sharding),
                 # metrics whole on every device: small, and every process reads them
                 out_shardings=(shardings, layout.replicated),
@@ -111,6 +111,23 @@ def compile_programs(config: config_lib.Config) -> Programs:
     return Programs(init, chunks, hp, template, layout, compile_chunk)
 
 
+def chunk_program(
+    config: config_lib.Config, update_fn: Any, num_updates: int, hp_axis: int | None, pbt: Any
+) -> Any:
+    """(state, hp) -> (state, metrics) of ``num_updates`` updates of every member: the
+    guarded chunk vmapped over members, or PBT's (every member's update, then its step
+    across them: ``sweeps/pbt.py``). A plain run stops every seed at a non-finite value;
+    in a sweep each member that meets one keeps its last good state and the others
+    train on (``chunk.py``)."""
+    if pbt is not None:
+        return partial(pbt_chunk, update_fn=update_fn, num_updates=num_updates, s=pbt)
+    guard_axis = None if config.is_sweep else SEED_AXIS
+    one_chunk = partial(
+        train_chunk, update_fn=update_fn, num_updates=num_updates, axis_name=guard_axis
+    )
+    return jax.vmap(one_chunk, in_axes=(0, hp_axis), axis_name=SEED_AXIS)
+
+
 def placed_hyperparams(config: config_lib.Config, layout: Any) -> tuple[Any, Any, int | None]:
     """The traced coefficients on the devices, their sharding and vmap axis: a
     sweep's one setting's per member, split like the members; else one, replicated."""
@@ -121,23 +138,29 @@ def placed_hyperparams(config: config_lib.Config, layout: Any) -> tuple[Any, Any
 
 
 def compile_init(
-    config: config_lib.Config, algo: Any, layout: Any, shardings: Any
+    config: config_lib.Config,
+    algo: Any,
+    layout: Any,
+    shardings: Any,
+    member_hp: Any = None,
 ) -> tuple[Any, Any, Any, dict]:
     """The compiled init of every member (member m trains seed m % num_seeds: the same
-    key as that seed of a run of its own): (init(), the compiled program, the state's
-    template with its shardings, the XLA options every program is compiled with)."""
+    key as that seed of a run of its own), each holding its ``member_hp`` [M] in its
+    state if given (PBT): (init(), the compiled program, the state's template with its
+    shardings, the XLA options every program is compiled with)."""
     by_seed, replicated = layout.by_seed, layout.replicated
     base_seed = jax.device_put(np.uint32(config.seed), replicated)
     seeds = np.arange(population.num_members(config), dtype=np.int32) % config.num_seeds
     indices = jax.device_put(seeds, by_seed)
 
-    def init_seeds(base_seed: jax.Array, indices: jax.Array) -> Any:
+    def init_seeds(base_seed: jax.Array, indices: jax.Array, member_hp: Any) -> Any:
         keys = jax.vmap(seed_key, in_axes=(None, 0))(base_seed, indices)
-        return jax.vmap(algo.init)(keys)
+        states = jax.vmap(algo.init)(keys)
+        return states if member_hp is None else states.replace(hyperparams=member_hp)
 
     traced_init = jax.jit(
-        init_seeds, in_shardings=(replicated, by_seed), out_shardings=shardings
-    ).trace(base_seed, indices)
+        init_seeds, in_shardings=(replicated, by_seed, by_seed), out_shardings=shardings
+    ).trace(base_seed, indices, member_hp)
     options = compiler_options(algo.env_spec)
     try:
         init_compiled = traced_init.lower().compile(options)
@@ -153,7 +176,16 @@ def compile_init(
         traced_init.out_info,
         init_compiled.output_shardings,
     )
-    return partial(init_compiled, base_seed, indices), init_compiled, template, options
+    init = partial(init_compiled, base_seed, indices, member_hp)
+    return init, init_compiled, template, options
+
+
+def with_member_hyperparams(shardings: Any, hp: Any, layout: Any) -> Any:
+    """The state's shardings with its ``hyperparams`` split along the members, like
+    the rest (one sharding for every leaf stays as it is)."""
+    if not hasattr(shardings, "replace"):
+        return shardings
+    return shardings.replace(hyperparams=jax.tree.map(lambda _: layout.by_seed, hp))
 
 
 def population_hyperparams(config: config_lib.Config) -> Any:

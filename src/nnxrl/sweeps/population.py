@@ -1,14 +1,20 @@
-"""The population a run trains: its settings (one, or a sweep's), each config, and
-the members (settings x seeds: member m is seed m % num_seeds of setting
-m // num_seeds)."""
+"""The population a run trains: its settings (one, or a sweep's), each config, the
+members (settings x seeds: member m is seed m % num_seeds of setting
+m // num_seeds), and, for population-based training, what its steps need
+(``pbt_static``)."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from nnxrl import config as config_lib
+from nnxrl.algos.hyperparams import STREAM_FIELDS
+from nnxrl.run import schedule
+from nnxrl.schema import traced_fields
 from nnxrl.sweeps import space
+from nnxrl.sweeps.pbt import ExploredKey, PBTStatic
 
 
 def settings(config: config_lib.Config) -> tuple[tuple[int, dict[str, Any]], ...]:
@@ -39,3 +45,46 @@ def program_config(config: config_lib.Config) -> config_lib.Config:
         return config
     first = setting_config(config, settings(config)[0][0])
     return dataclasses.replace(first, sweep=config.sweep)
+
+
+def pbt_static(config: config_lib.Config) -> PBTStatic | None:
+    """What a PBT run's steps need (``sweeps/pbt.py``); None unless the config is a
+    sweep with ``sweep.pbt.interval`` > 0."""
+    if not (config.is_sweep and config.sweep.pbt.interval):
+        return None
+    pbt = config.sweep.pbt
+    return PBTStatic(
+        population=len(settings(config)),
+        num_seeds=config.num_seeds,
+        interval=pbt.interval,
+        num_updates=schedule.num_updates(config),
+        seed=config.seed,
+        exploit=pbt.exploit,
+        fraction=pbt.fraction,
+        explore=pbt.explore,
+        factors=tuple(pbt.factors),
+        resample_probability=pbt.resample_probability,
+        keys=tuple(explored_key(config, key) for key in space.swept_keys(config.sweep)),
+    )
+
+
+def explored_key(config: config_lib.Config, key: str) -> ExploredKey:
+    """A swept key as PBT explores it: its Hyperparams field, bounds (``sweep.pbt.bounds``,
+    else the key's own limits) and the sweep's values or distribution for resampling."""
+    section, name = key.split(".", 1)
+    if section == "intrinsic":
+        owner = config_lib.IntrinsicConfig
+        field = dict(zip(traced_fields(owner), STREAM_FIELDS, strict=True))[name]
+    else:
+        owner, field = type(config.algo_config), name
+    meta = {f.name: f.metadata for f in dataclasses.fields(owner)}[name]
+    low = meta["low"] if meta["low"] is not None else -math.inf
+    high = meta["high"] if meta["high"] is not None else math.inf
+    if key in config.sweep.pbt.bounds:
+        low, high = (float(space.plain(b)) for b in config.sweep.pbt.bounds[key])
+    sweep = config.sweep
+    if key in sweep.grid:
+        grid = tuple(float(space.plain(v)) for v in sweep.grid[key])
+        return ExploredKey(key, field, low, high, grid=grid)
+    ((kind, args),) = sweep.random[key].items()
+    return ExploredKey(key, field, low, high, distribution=(kind, tuple(map(space.plain, args))))

@@ -1,0 +1,219 @@
+"""Population-based training: ``pbt_step`` on its own (exact copies from donors of the
+same seed, perturbed values from the factor set within bounds, the rest untouched,
+deterministic), its config checks, and PBT runs: members train as a plain sweep's
+until the first step, records carry each member's values and donors, and a stopped
+run resumes byte-identically."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from cli_runs import CARTPOLE, SHORT_CARTPOLE
+
+from nnxrl import config as config_lib
+from nnxrl.cli import main
+from nnxrl.run import checkpoint
+from nnxrl.run.training import run_training
+from nnxrl.sweeps.pbt import ExploredKey, PBTStatic, pbt_step
+from nnxrl.types import RunState
+
+P, S = 8, 2  # settings per population, seeds (independent populations)
+M = P * S
+
+
+class Hp(NamedTuple):
+    learning_rate: Any
+    ent_coef: Any
+
+
+def static(**changes: Any) -> PBTStatic:
+    values = {
+        "population": P,
+        "num_seeds": S,
+        "interval": 4,
+        "num_updates": 100,
+        "seed": 0,
+        "exploit": "truncation",
+        "fraction": 0.25,
+        "explore": "perturb",
+        "factors": (0.8, 1.25),
+        "resample_probability": 0.25,
+        "keys": (
+            ExploredKey("ppo.learning_rate", "learning_rate", 0.0, 2e-3, grid=(1e-4, 1e-3)),
+            ExploredKey("ppo.ent_coef", "ent_coef", 0.0, 1.0, distribution=("uniform", (0.0, 0.1))),
+        ),
+    }
+    return PBTStatic(**{**values, **changes})
+
+
+def population(seed: int = 0) -> RunState:
+    rng = np.random.default_rng(seed)
+
+    def arr(*shape):
+        return jnp.asarray(rng.normal(size=(M, *shape)), jnp.float32)
+
+    return RunState(
+        params={"w": arr(3, 2), "b": arr(2)},
+        opt_state=(arr(3, 2), jnp.arange(M)),
+        env_state=arr(4),
+        obs=arr(4),
+        hidden=arr(0),
+        start=jnp.zeros((M, 4), bool),
+        key=jax.random.split(jax.random.key(seed), M),
+        update=jnp.full(M, 8, jnp.int32),
+        addon={"rnd": arr(5)},
+        recent_returns=arr(),
+        normalizer=(),
+        hyperparams=Hp(
+            jnp.asarray(rng.uniform(1e-4, 1e-3, M), jnp.float32),
+            jnp.asarray(rng.uniform(0.0, 0.05, M), jnp.float32),
+        ),
+    )
+
+
+def leaves_of(state: RunState, member: int, fields: tuple[str, ...]) -> list[np.ndarray]:
+    return [np.asarray(x[member]) for f in fields for x in jax.tree.leaves(getattr(state, f))]
+
+
+COPIED = ("params", "opt_state", "addon", "recent_returns")
+OWN = ("env_state", "obs", "start", "update")
+
+
+@pytest.mark.parametrize("exploit", ["truncation", "tournament"])
+def test_pbt_step_copies_donors_exactly_and_perturbs_their_values(exploit):
+    s = static(exploit=exploit)
+    before = population()
+    fitness = jnp.asarray(np.random.default_rng(1).permutation(M), jnp.float32)
+    after, donor = pbt_step(before, fitness, jax.random.key(3), s)
+    donor = np.asarray(donor)
+    copied = np.flatnonzero(donor >= 0)
+    assert copied.size > 0
+    for m in range(M):
+        if donor[m] < 0:  # untouched, every field
+            for f in (*COPIED, *OWN, "hyperparams"):
+                for a, b in zip(leaves_of(after, m, (f,)), leaves_of(before, m, (f,)), strict=True):
+                    np.testing.assert_array_equal(a, b)
+            continue
+        d = int(donor[m])
+        assert d % S == m % S and d != m  # a member of its own seed's population
+        assert fitness[d] > fitness[m]
+        for a, b in zip(leaves_of(after, m, COPIED), leaves_of(before, d, COPIED), strict=True):
+            np.testing.assert_array_equal(a, b)  # exactly the donor's
+        for a, b in zip(leaves_of(after, m, OWN), leaves_of(before, m, OWN), strict=True):
+            np.testing.assert_array_equal(a, b)  # its own env, observations, clock
+        for k in s.keys:
+            new = float(getattr(after.hyperparams, k.field)[m])
+            old = float(getattr(before.hyperparams, k.field)[d])
+            candidates = [min(max(old * f, k.low), k.high) for f in s.factors]
+            assert any(np.isclose(new, c, rtol=1e-6) for c in candidates), (new, candidates)
+    if exploit == "truncation":  # the 2 least fit of each seed copy from its 2 fittest
+        assert copied.size == 2 * S
+        for seed in range(S):
+            ranked = sorted(range(seed, M, S), key=lambda m: float(fitness[m]))
+            assert set(copied[copied % S == seed]) == set(ranked[:2])
+            assert {int(donor[m]) for m in ranked[:2]} <= set(ranked[-2:])
+    again, again_donor = pbt_step(before, fitness, jax.random.key(3), s)
+    np.testing.assert_array_equal(again_donor, donor)  # deterministic given the key
+    for f in (*COPIED, "hyperparams"):
+        a, b = jax.tree.leaves(getattr(again, f)), jax.tree.leaves(getattr(after, f))
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_explored_values_stay_within_bounds_and_resample_from_the_sweep():
+    s = static(
+        explore="resample",
+        resample_probability=1.0,
+        keys=(ExploredKey("ppo.learning_rate", "learning_rate", 0.0, 2e-3, grid=(1e-4, 1e-3)),),
+    )
+    fitness = jnp.arange(M, dtype=jnp.float32)
+    after, donor = pbt_step(population(), fitness, jax.random.key(0), s)
+    lr = np.asarray(after.hyperparams.learning_rate)[np.asarray(donor) >= 0]
+    assert lr.size and all(np.isclose(v, 1e-4) or np.isclose(v, 1e-3) for v in lr)  # drawn
+    clipped = static(factors=(100.0,))
+    after, donor = pbt_step(population(), fitness, jax.random.key(0), clipped)
+    lr = np.asarray(after.hyperparams.learning_rate)[np.asarray(donor) >= 0]
+    np.testing.assert_allclose(lr, 2e-3)  # x100 clipped to the bound
+
+
+def test_a_nan_fitness_counts_as_the_least_fit():
+    fitness = jnp.arange(M, dtype=jnp.float32).at[M - 1].set(jnp.nan)  # the top of seed 1
+    _, donor = pbt_step(population(), fitness, jax.random.key(0), static())
+    assert donor[M - 1] >= 0
+
+
+PBT_SWEEP = [
+    *SHORT_CARTPOLE,
+    "num_seeds=2",
+    "sweep.grid={ppo.learning_rate: [1.0e-4, 1.0e-3, 3.0e-3, 1.0e-2]}",
+]
+PBT = "sweep.pbt={interval: 6, fraction: 0.25}"
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("sweep.pbt={interval: 40}", "sweep.pbt.interval: 40 updates, but the run has 40"),
+        ("sweep.pbt={interval: 4, factors: [0.8, 0]}", r"sweep.pbt.factors\[1\]: 0.0"),
+        (
+            "sweep.pbt={interval: 4, bounds: {ppo.learning_rate: [1.0e-3, 1.0e-2]}}",
+            "excludes setting 0's initial value 0.0001",
+        ),
+        ("sweep.pbt={interval: 4, bounds: {ppo.gamma: [0, 1]}}", "ppo.gamma is not swept"),
+        ("sweep.grid={network.width: [16, 32]}", "network.width cannot be traced"),
+        ("sweep.grid={ppo.learning_rate: [1.0e-3]}", "the population is the sweep's settings"),
+    ],
+)
+def test_bad_pbt_settings_are_refused_before_anything_is_written(
+    override, message, tmp_path, capsys
+):
+    overrides = [*PBT_SWEEP, "sweep.pbt={interval: 4}", override]
+    with pytest.raises(config_lib.ConfigError, match=message):
+        config_lib.load(CARTPOLE, overrides)
+    args = ["train", CARTPOLE, "--out", str(tmp_path / "run")]
+    assert main(args + sum((["--set", o] for o in overrides), [])) == 2
+    assert not (tmp_path / "run").exists()
+
+
+def records(path) -> list[dict]:
+    return [json.loads(x) for x in (path / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_a_pbt_run_trains_as_the_sweep_until_its_first_step_and_resumes_exactly(tmp_path):
+    pbt = config_lib.load(CARTPOLE, [*PBT_SWEEP, PBT])
+    plain = config_lib.load(CARTPOLE, PBT_SWEEP)
+    run_training(plain, tmp_path / "plain", quiet=True)
+    run_training(pbt, tmp_path / "whole", quiet=True)
+    with pytest.raises(KeyboardInterrupt):  # stopped at update 8, inside the 2nd interval
+        run_training(pbt, tmp_path / "split", quiet=True, stop_after=8)
+    assert checkpoint.latest(tmp_path / "split") == 8
+    run_training(pbt, tmp_path / "split", quiet=True, resume=True)
+    whole = (tmp_path / "whole" / "metrics.jsonl").read_bytes()
+    assert whole == (tmp_path / "split" / "metrics.jsonl").read_bytes()
+
+    by_member = {}
+    for r in records(tmp_path / "whole"):
+        by_member.setdefault((r["setting"], r["seed"]), []).append(r)
+    plain_by_member = {}
+    for r in records(tmp_path / "plain"):
+        plain_by_member.setdefault((r["setting"], r["seed"]), []).append(r)
+    assert len(by_member) == 8 and all(len(v) == 40 for v in by_member.values())
+    for member, rows in by_member.items():  # updates 1..6: each member as in the sweep
+        for r, q in zip(rows[:6], plain_by_member[member][:6], strict=True):
+            np.testing.assert_allclose(r["loss/total"], q["loss/total"], rtol=1e-5, atol=1e-6)
+            assert r["hp/ppo.learning_rate"] == pytest.approx(q["hparams"]["ppo.learning_rate"])
+    steps = [r for rows in by_member.values() for r in rows if r["pbt/donor"] >= 0]
+    assert {r["update"] % 6 for r in steps} == {0}  # exploits only every 6 updates
+    assert {r["update"] for r in steps} >= {6, 12}
+    for r in steps:  # the copy trains on with the donor's value times a factor
+        rows = by_member[(r["setting"], r["seed"])]
+        donor = int(r["pbt/donor"])
+        donor_rows = by_member[(donor // 2, donor % 2)]
+        new = rows[r["update"]]["hp/ppo.learning_rate"]  # the next update's value
+        old = donor_rows[r["update"] - 1]["hp/ppo.learning_rate"]
+        assert any(np.isclose(new, old * f, rtol=1e-5) for f in (0.8, 1.25)), (new, old)
