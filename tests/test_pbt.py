@@ -19,7 +19,9 @@ from nnxrl import config as config_lib
 from nnxrl.cli import main
 from nnxrl.run import checkpoint
 from nnxrl.run.training import run_training
+from nnxrl.sweeps.lineage import lineages
 from nnxrl.sweeps.pbt import ExploredKey, PBTStatic, pbt_step
+from nnxrl.sweeps.report import report
 from nnxrl.types import RunState
 
 P, S = 8, 2  # settings per population, seeds (independent populations)
@@ -153,6 +155,7 @@ PBT_SWEEP = [
     "sweep.grid={ppo.learning_rate: [1.0e-4, 1.0e-3, 3.0e-3, 1.0e-2]}",
 ]
 PBT = "sweep.pbt={interval: 6, fraction: 0.25}"
+KEYS = ["ppo.learning_rate"]
 
 
 @pytest.mark.parametrize(
@@ -217,3 +220,44 @@ def test_a_pbt_run_trains_as_the_sweep_until_its_first_step_and_resumes_exactly(
         new = rows[r["update"]]["hp/ppo.learning_rate"]  # the next update's value
         old = donor_rows[r["update"] - 1]["hp/ppo.learning_rate"]
         assert any(np.isclose(new, old * f, rtol=1e-5) for f in (0.8, 1.25)), (new, old)
+
+    report(tmp_path / "whole", quiet=True)  # ranks each seed's members, traces the winner
+    assert not (tmp_path / "whole" / "best.yaml").exists()  # no fixed setting is the result
+    assert (tmp_path / "whole" / "pbt_lineage.png").stat().st_size > 0
+    seeds = json.loads((tmp_path / "whole" / "pbt.json").read_text())["seeds"]
+    assert [x["seed"] for x in seeds] == [0, 1]
+    for x, found in zip(seeds, lineages(records(tmp_path / "whole"), KEYS, 2), strict=True):
+        winner = by_member[(x["winner"] // 2, x["winner"] % 2)]
+        assert x["ranking"][0]["final_return"] == winner[-1]["episode_return_window"]
+        assert found.members[-1] == x["winner"] and len(found.members) == 40
+        for u, (a, b) in enumerate(zip(found.members, found.members[1:], strict=False), 1):
+            row = by_member[(a // 2, a % 2)][u - 1]  # the lineage's record at update u
+            assert row["hp/ppo.learning_rate"] == found.values["ppo.learning_rate"][u - 1]
+            if a != b:  # member b copied a after update u
+                assert by_member[(b // 2, b % 2)][u - 1]["pbt/donor"] == a
+
+
+def test_a_lineage_follows_every_copy_back_to_its_start():
+    """Member 1 copies member 0 after update 2, member 0 copies member 1 after update
+    4: member 0's lineage at update 6 is 0, 0, 1, 1, 0, 0 and its schedule changes
+    wherever those members' values differ."""
+    lr = {0: [1.0, 1.0, 1.0, 1.0, 2.5, 2.5], 1: [3.0, 3.0, 0.8, 0.8, 0.8, 0.8]}
+    donors = {(1, 2): 0, (0, 4): 1}
+    rows = [
+        {
+            "setting": m,
+            "seed": 0,
+            "update": u,
+            "episode_return_window": float(u + m),
+            "hp/ppo.learning_rate": lr[m][u - 1],
+            "pbt/donor": donors.get((m, u), -1),
+        }
+        for m in (0, 1)
+        for u in range(1, 7)
+    ]
+    rows[5]["episode_return_window"] = 100.0  # member 0 ends best
+    (found,) = lineages(rows, KEYS, num_seeds=1)
+    assert found.ranking[0]["member"] == 0 and found.copies == 2
+    assert found.members == [0, 0, 1, 1, 0, 0]
+    assert found.values["ppo.learning_rate"] == [1.0, 1.0, 0.8, 0.8, 2.5, 2.5]
+    assert [step["from_update"] for step in found.schedule] == [1, 3, 5]

@@ -12,7 +12,11 @@
 - draws ``sweep.png``: the final return against each swept key, one panel per key;
 - writes ``best.yaml``: the best setting as a plain config (no sweep section) that
   ``nnxrl train best.yaml`` trains alone, seeds included, reproducing its records;
-- writes ``sweep.json``: the table as data.
+- writes ``sweep.json``: the table as data;
+- for a PBT run (``sweep.pbt``), whose settings are only where its members started:
+  ranks each seed's members, traces the winner's lineage and schedule
+  (``lineage.py``), draws ``pbt_lineage.png`` and writes ``pbt.json``, in place of
+  ``best.yaml`` (no fixed setting reproduces a schedule).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import DIVERGED
 from nnxrl.plots import across_seeds
 from nnxrl.schema import describe_values
+from nnxrl.sweeps import lineage as lineage_lib
 from nnxrl.sweeps import population
 from nnxrl.sweeps.space import swept_keys
 
@@ -74,15 +79,50 @@ def report(run_dir: str | Path, *, write: bool = True, quiet: bool = False) -> S
     result = SweepReport(config, results)
     if not quiet:
         print_table(result)
+    if config.sweep.pbt.interval:
+        report_pbt(run_dir, config, records, write=write, quiet=quiet)
     if write:
         write_outputs(run_dir, result)
-        if not quiet:
+        if not quiet and not config.sweep.pbt.interval:
             print(
                 f"wrote {run_dir / 'best.yaml'} (setting {result.best.setting}; train it "
                 f"alone with `nnxrl train {run_dir / 'best.yaml'}`), {run_dir / 'sweep.png'} "
                 f"and {run_dir / 'sweep.json'}"
             )
     return result
+
+
+def report_pbt(
+    run_dir: Path, config: config_lib.Config, records: list[dict], *, write: bool, quiet: bool
+) -> list[lineage_lib.Lineage]:
+    """Each seed's members ranked and its winner's lineage; pbt.json and
+    pbt_lineage.png with ``write``."""
+    keys = swept_keys(config.sweep)
+    found = lineage_lib.lineages(records, keys, config.num_seeds)
+    if not quiet:
+        for x in found:
+            winner = x.ranking[0]
+            print(
+                f"PBT seed {x.seed}: member {winner['member']} (started as setting "
+                f"{winner['setting']}) ends best at {winner['final_return']:.2f}, after "
+                f"{x.copies} copies; its schedule:"
+            )
+            for step in x.schedule:
+                values = {k: v for k, v in step.items() if k != "from_update"}
+                print(f"  from update {step['from_update']}: {describe_values(values)}")
+    if write:
+        from nnxrl.run import lock as run_lock
+        from nnxrl.run import own_files
+
+        own_files.refuse_links(run_dir, ("pbt.json", "pbt_lineage.png"))
+        with run_lock.hold(run_dir, "sweep-report"):
+            text = json.dumps({"metric": METRIC, "seeds": lineage_lib.as_json(found)}, indent=1)
+            own_files.write_text(run_dir / "pbt.json", text)
+            title = f"{config.env.id}: each seed's winning PBT lineage"
+            lineage_lib.plot_lineages(found, keys, title, run_dir / "pbt_lineage.png")
+        if not quiet:
+            print(f"wrote {run_dir / 'pbt.json'} and {run_dir / 'pbt_lineage.png'}")
+    return found
 
 
 def sweep_config(run_dir: Path) -> config_lib.Config:
@@ -215,9 +255,9 @@ def write_outputs(run_dir: Path, result: SweepReport) -> None:
 
     own_files.refuse_links(run_dir, ("best.yaml", "sweep.json", "sweep.png"))
     with run_lock.hold(run_dir, "sweep-report"):
-        config_lib.dump(
-            population.setting_config(result.config, result.best.setting), run_dir / "best.yaml"
-        )
+        if not result.config.sweep.pbt.interval:  # a PBT run's result is a schedule
+            best = population.setting_config(result.config, result.best.setting)
+            config_lib.dump(best, run_dir / "best.yaml")
         rows = [asdict(r) for r in result.results]
         summary = json.dumps({"metric": METRIC, "settings": rows}, indent=1)
         own_files.write_text(run_dir / "sweep.json", summary)
