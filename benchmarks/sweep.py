@@ -11,6 +11,11 @@ carries and the temporary buffers it needs, both growing with P.
 
     uv run python benchmarks/sweep.py                  # populations 1 8 32 128
     uv run python benchmarks/sweep.py --populations 1 8 --steps 25600
+    uv run python benchmarks/sweep.py --pbt-only       # what PBT costs over the sweep
+
+The PBT table trains the same population as a plain sweep and with PBT (exploit
+and explore every ``--pbt-interval`` updates inside the program), alternating the
+two ``--rounds`` times, and compares their env steps/s (medians, compile excluded).
 
 Prints a Markdown table.
 """
@@ -38,9 +43,16 @@ def main() -> None:
     parser.add_argument(
         "--one-by-one", type=int, default=4, help="settings timed one by one (their mean is used)"
     )
+    parser.add_argument("--pbt-population", type=int, default=32)
+    parser.add_argument("--pbt-interval", type=int, default=10, help="updates between PBT steps")
+    parser.add_argument("--rounds", type=int, default=3, help="PBT table: alternations")
+    parser.add_argument("--pbt-only", action="store_true", help="only the PBT table")
     args = parser.parse_args()
     nnxrl.use_cpu_devices()
     base = [*BASE, f"total_env_steps={args.steps}"]
+    pbt_table(args, base)
+    if args.pbt_only:
+        return
 
     rows = []
     for population in args.populations:
@@ -96,6 +108,28 @@ def main() -> None:
             f"| {per_hour:,.0f} | {per_hour / alone:.1f}x | {r['state_mb']:.2f} "
             f"| {r['temp_mb']:.1f} |"
         )
+
+
+def pbt_table(args: argparse.Namespace, base: list[str]) -> None:
+    """Env steps/s of one population as a plain sweep and with PBT, side by side."""
+    sweep = [*base, *sweep_of(args.pbt_population)]
+    pbt = [*sweep, f"sweep.pbt={{interval: {args.pbt_interval}}}"]
+    speeds: dict[str, list[float]] = {"sweep": [], "pbt": []}
+    for _ in range(args.rounds):
+        for name, overrides in (("sweep", sweep), ("pbt", pbt)):
+            result = nnxrl.train(nnxrl.load_config(args.config, overrides))
+            speeds[name].append(result.env_steps_per_second)
+    plain, with_pbt = (float(np.median(speeds[k])) for k in ("sweep", "pbt"))
+    print(
+        f"\nPBT against the plain sweep: population {args.pbt_population}, "
+        f"{args.steps:,} env steps per member, a PBT step every {args.pbt_interval} updates, "
+        f"medians of {args.rounds} alternated runs\n"
+    )
+    print("| population | sweep env steps/s | PBT env steps/s | PBT / sweep |")
+    print("|---:|---:|---:|---:|")
+    print(f"| {args.pbt_population} | {plain:,.0f} | {with_pbt:,.0f} | {with_pbt / plain:.3f} |")
+    rounds = {k: [round(x) for x in v] for k, v in speeds.items()}
+    print(f"rounds: sweep {rounds['sweep']}, PBT {rounds['pbt']}")
 
 
 def sweep_of(population: int) -> list[str]:
