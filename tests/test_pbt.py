@@ -154,7 +154,7 @@ PBT_SWEEP = [
     "num_seeds=2",
     "sweep.grid={ppo.learning_rate: [1.0e-4, 1.0e-3, 3.0e-3, 1.0e-2]}",
 ]
-PBT = "sweep.pbt={interval: 6, fraction: 0.25}"
+PBT = "sweep.pbt={interval: 8, fraction: 0.25}"
 KEYS = ["ppo.learning_rate"]
 
 
@@ -162,6 +162,7 @@ KEYS = ["ppo.learning_rate"]
     ("override", "message"),
     [
         ("sweep.pbt={interval: 40}", "sweep.pbt.interval: 40 updates, but the run has 40"),
+        ("sweep.pbt={interval: 6}", "6 is not a multiple of the 4 updates per chunk"),
         ("sweep.pbt={interval: 4, factors: [0.8, 0]}", r"sweep.pbt.factors\[1\]: 0.0"),
         (
             "sweep.pbt={interval: 4, bounds: {ppo.learning_rate: [1.0e-3, 1.0e-2]}}",
@@ -192,9 +193,9 @@ def test_a_pbt_run_trains_as_the_sweep_until_its_first_step_and_resumes_exactly(
     plain = config_lib.load(CARTPOLE, PBT_SWEEP)
     run_training(plain, tmp_path / "plain", quiet=True)
     run_training(pbt, tmp_path / "whole", quiet=True)
-    with pytest.raises(KeyboardInterrupt):  # stopped at update 8, inside the 2nd interval
-        run_training(pbt, tmp_path / "split", quiet=True, stop_after=8)
-    assert checkpoint.latest(tmp_path / "split") == 8
+    with pytest.raises(KeyboardInterrupt):  # stopped at update 12, inside the 2nd interval
+        run_training(pbt, tmp_path / "split", quiet=True, stop_after=12)
+    assert checkpoint.latest(tmp_path / "split") == 12
     run_training(pbt, tmp_path / "split", quiet=True, resume=True)
     whole = (tmp_path / "whole" / "metrics.jsonl").read_bytes()
     assert whole == (tmp_path / "split" / "metrics.jsonl").read_bytes()
@@ -206,13 +207,13 @@ def test_a_pbt_run_trains_as_the_sweep_until_its_first_step_and_resumes_exactly(
     for r in records(tmp_path / "plain"):
         plain_by_member.setdefault((r["setting"], r["seed"]), []).append(r)
     assert len(by_member) == 8 and all(len(v) == 40 for v in by_member.values())
-    for member, rows in by_member.items():  # updates 1..6: each member as in the sweep
-        for r, q in zip(rows[:6], plain_by_member[member][:6], strict=True):
+    for member, rows in by_member.items():  # updates 1..8: each member as in the sweep
+        for r, q in zip(rows[:8], plain_by_member[member][:8], strict=True):
             np.testing.assert_allclose(r["loss/total"], q["loss/total"], rtol=1e-5, atol=1e-6)
             assert r["hp/ppo.learning_rate"] == pytest.approx(q["hparams"]["ppo.learning_rate"])
     steps = [r for rows in by_member.values() for r in rows if r["pbt/donor"] >= 0]
-    assert {r["update"] % 6 for r in steps} == {0}  # exploits only every 6 updates
-    assert {r["update"] for r in steps} >= {6, 12}
+    assert {r["update"] % 8 for r in steps} == {0}  # exploits only every 8 updates
+    assert {r["update"] for r in steps} >= {8, 16, 24}
     for r in steps:  # the copy trains on with the donor's value times a factor
         rows = by_member[(r["setting"], r["seed"])]
         donor = int(r["pbt/donor"])

@@ -381,6 +381,13 @@ def _validate_pbt(config: Config, settings: list[tuple[int, dict[str, Any]]]) ->
             f"sweep.pbt.interval: {pbt.interval} updates, but the run has {updates}, so "
             f"no member would ever copy another; choose an interval below {updates}"
         )
+    per_chunk = schedule.updates_per_chunk(config)
+    if pbt.interval % per_chunk:
+        raise ConfigError(
+            f"sweep.pbt.interval: {pbt.interval} is not a multiple of the {per_chunk} "
+            "updates per chunk (logging.updates_per_chunk), and PBT's steps fall between "
+            f"chunks; choose an interval that is, or leave logging.updates_per_chunk unset"
+        )
     keys = sweep_lib.swept_keys(sweep)
     for key, bounds in pbt.bounds.items():
         if key not in keys:

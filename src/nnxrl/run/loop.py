@@ -33,6 +33,7 @@ from nnxrl.logging import MetricLogger
 from nnxrl.parallel.devices import any_process, is_main_process
 from nnxrl.run import checkpoint, run_dir, schedule
 from nnxrl.run.stop import StopRequest
+from nnxrl.sweeps.pbt import next_step_cut
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ class RunLoop:
         (halt,) = any_process(self.stop.requested)
         while update < schedule.num_updates(config) and not halt:
             count = min(upc, schedule.num_updates(config) - update)
+            if config.sweep.pbt.interval:  # a PBT step falls between chunks (sweeps/pbt.py)
+                count = min(count, next_step_cut(update, config.sweep.pbt.interval))
             state, metrics = self.programs.chunk(count)(state, self.programs.hp)
             pending.append((metrics, update + 1))
             previous, update = update, update + count

@@ -37,9 +37,12 @@ def num_updates(config: Scheduled) -> int:
 
 def updates_per_chunk(config: Scheduled) -> int:
     """Updates per compiled chunk: logging.updates_per_chunk, or the largest divisor of
-    num_updates that gives at least ~50 chunks."""
+    num_updates that gives at least ~50 chunks (for population-based training: of its
+    interval, so that chunks end where its steps fall)."""
     if config.logging.updates_per_chunk is not None:
         return config.logging.updates_per_chunk
     updates = num_updates(config)
     target = max(1, updates // CHUNKS)
-    return max(d for d in range(1, target + 1) if updates % d == 0)
+    pbt = getattr(getattr(config, "sweep", None), "pbt", None)
+    divided = pbt.interval if pbt is not None and pbt.interval else updates
+    return max(d for d in range(1, target + 1) if divided % d == 0)

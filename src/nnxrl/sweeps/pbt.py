@@ -4,8 +4,10 @@ A sweep with ``sweep.pbt.interval`` > 0 trains its settings as a population: eve
 ``interval`` updates, ``pbt_step`` ranks the members by fitness (their rolling return,
 ``episode_return_window``), lets the worst copy the weights of better ones (exploit)
 and moves the copies' hyperparameters away from their donors' (explore). It is a
-pure function of the stacked population, run by ``lax.cond`` inside the chunk
-(``run/programs.py``), so it needs no host round trip and no recompilation.
+pure function of the stacked population, run by ``lax.cond`` at the end of the
+compiled chunk (``pbt_chunk``; chunks end at every multiple of the interval), so it
+needs no host round trip and no recompilation, and the updates between steps are
+the plain sweep's program (measured: ``benchmarks/sweep.py --pbt-only``).
 
 Seeds stay seeds: member m trains seed m % S of setting m // S, and each seed's P
 members form a population of their own (donors are drawn within the seed), so a
@@ -28,7 +30,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from nnxrl.run.chunk import train_chunk
+from nnxrl.run.chunk import SEED_AXIS, train_chunk
 
 COPIED = ("params", "opt_state", "addon", "normalizer", "recent_returns")
 
@@ -70,33 +72,36 @@ def pbt_chunk(
     num_updates: int,
     s: PBTStatic,
 ) -> tuple[Any, dict]:
-    """``num_updates`` updates of every member (guarded: ``run/chunk.py``), each with
-    the member's own ``state.hyperparams`` (``hp``, the initial values, is unused),
-    followed by ``pbt_step`` wherever the update count is a multiple of the interval.
-    state [P * S, ...] -> (state, metrics [P * S, num_updates] per key), the metrics
-    holding ``pbt/donor`` (the member copied after this update, -1: none) and
-    ``hp/<key>`` (the value this update trained with) besides the update's own."""
-    one_update = jax.vmap(partial(train_chunk, update_fn=update_fn, num_updates=1, axis_name=None))
+    """``num_updates`` updates of every member (the guarded chunk of a plain sweep,
+    ``run/chunk.py``, with each member's own ``state.hyperparams``; ``hp``, the initial
+    values, is unused), then ``pbt_step`` if the update count has reached a multiple
+    of the interval (the run loop cuts chunks there: ``run/loop.py``). state
+    [P * S, ...] -> (state, metrics [P * S, num_updates] per key), with ``pbt/donor``
+    (the member copied after that update, -1: none) and ``hp/<key>`` (the value that
+    update trained with) besides the updates' own."""
+    train = partial(train_chunk, update_fn=update_fn, num_updates=num_updates, axis_name=None)
+    used = state.hyperparams
+    state, metrics = jax.vmap(train, axis_name=SEED_AXIS)(state, used)
+    update = state.update[0]
+    due = jnp.logical_and(update % s.interval == 0, update < s.num_updates)
+    key = jax.random.fold_in(jax.random.key(s.seed), update)
+    fitness = metrics["episode_return_window"][:, -1]
+    no_step = jnp.full(fitness.shape, -1, jnp.int32)
+    state, donor = jax.lax.cond(
+        due, lambda st: pbt_step(st, fitness, key, s), lambda st: (st, no_step), state
+    )
+    shape = metrics["episode_return_window"].shape  # [M, U]
+    donors = jnp.full(shape, -1.0).at[:, -1].set(donor.astype(jnp.float32))
+    values = {
+        f"hp/{k.name}": jnp.broadcast_to(getattr(used, k.field)[:, None], shape) for k in s.keys
+    }
+    return state, {**metrics, "pbt/donor": donors, **values}
 
-    def step(state: Any, _: Any) -> tuple[Any, dict]:
-        used = state.hyperparams
-        state, metrics = one_update(state, used)
-        metrics = {name: m[:, 0] for name, m in metrics.items()}
-        update = state.update[0]
-        due = jnp.logical_and(update % s.interval == 0, update < s.num_updates)
-        key = jax.random.fold_in(jax.random.key(s.seed), update)
-        fitness = metrics["episode_return_window"]
-        no_step = jnp.full(fitness.shape, -1, jnp.int32)
-        state, donor = jax.lax.cond(
-            due, lambda st: pbt_step(st, fitness, key, s), lambda st: (st, no_step), state
-        )
-        metrics["pbt/donor"] = donor.astype(jnp.float32)
-        for k in s.keys:
-            metrics[f"hp/{k.name}"] = getattr(used, k.field)
-        return state, metrics
 
-    state, metrics = jax.lax.scan(step, state, length=num_updates)
-    return state, {name: m.T for name, m in metrics.items()}  # [U, M] -> [M, U]
+def next_step_cut(update: int, interval: int) -> int:
+    """Updates from ``update`` to the next multiple of ``interval``: the most a PBT
+    run's chunk may hold, so that every step falls between chunks."""
+    return interval - update % interval
 
 
 def pbt_step(state: Any, fitness: jax.Array, key: jax.Array, s: PBTStatic) -> tuple[Any, jax.Array]:
