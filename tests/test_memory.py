@@ -68,15 +68,16 @@ def test_unrolling_a_sequence_equals_stepping_through_it(kind, head):
         h_next, *out = net.step(h, *inputs)
         return h_next, outputs(head, out if len(out) > 1 else out[0])
 
-    last, stepped = jax.lax.scan(step, h0, (obs, start))
-    unrolled = outputs(head, net.unroll(h0, obs, start))
+    last, stepped = jax.jit(lambda h0: jax.lax.scan(step, h0, (obs, start)))(h0)
+    unrolled = jax.jit(lambda h0: outputs(head, net.unroll(h0, obs, start)))(h0)
     for a, b in zip(unrolled, stepped, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
     embedded = jnp.zeros((T, B, 16)) + obs.sum(-1, keepdims=True)
-    core_last, _ = net.core(h0, embedded, start)
+    core = jax.jit(lambda h, x, s: net.core(h, x, s))  # compiled: eager ops are slow here
+    core_last, _ = core(h0, embedded, start)
     h = h0
     for t in range(T):
-        h, _ = net.core(h, embedded[t : t + 1], start[t : t + 1])
+        h, _ = core(h, embedded[t : t + 1], start[t : t + 1])
     np.testing.assert_allclose(core_last, h, rtol=1e-5, atol=1e-5)
     assert last.shape == h0.shape == (B, net.core.state_size)
 
@@ -89,9 +90,10 @@ def test_after_an_episode_start_nothing_before_it_matters(kind, head):
     k = 4
     start = jnp.zeros((T, B), bool).at[k].set(True)
     hidden = jnp.asarray(rng.normal(size=net.initial_hidden(B).shape), jnp.float32)
-    before = outputs(head, net.unroll(hidden, obs, start))
+    unroll = jax.jit(lambda h, o: outputs(head, net.unroll(h, o, start)))
+    before = unroll(hidden, obs)
     perturbed = obs.at[:k].add(jnp.asarray(rng.normal(size=(k, B, 5)), jnp.float32))
-    after = outputs(head, net.unroll(hidden * 3.0, perturbed, start))
+    after = unroll(hidden * 3.0, perturbed)
     for a, b in zip(before, after, strict=True):
         np.testing.assert_allclose(a[k:], b[k:], rtol=1e-5, atol=1e-5)
         assert not np.allclose(a[:k], b[:k])  # ...and before the start it did matter
@@ -120,8 +122,9 @@ def test_a_reset_at_the_first_step_ignores_the_initial_state(make):
     x = jnp.asarray(rng.normal(size=(5, 2, 6)), jnp.float32)
     start = jnp.zeros((5, 2), bool).at[0].set(True)
     h0 = jnp.asarray(rng.normal(size=(2, core.state_size)), jnp.float32)
-    _, fresh = core(jnp.zeros_like(h0), x, start)
-    _, reset = core(h0, x, start)
+    run = jax.jit(lambda h: core(h, x, start))
+    _, fresh = run(jnp.zeros_like(h0))
+    _, reset = run(h0)
     np.testing.assert_allclose(fresh, reset, rtol=1e-6, atol=1e-6)
 
 
@@ -140,13 +143,14 @@ def test_the_transformer_sees_exactly_layers_times_its_memory_back(layers):
     def last_output(x):
         return core(state, x, start)[1][-1].sum()
 
-    reach = np.abs(np.asarray(jax.grad(last_output)(x))).sum(axis=(1, 2))  # [T]
+    reach = np.abs(np.asarray(jax.jit(jax.grad(last_output))(x))).sum(axis=(1, 2))  # [T]
     first_seen = t_len - 1 - layers * memory
     assert reach[first_seen] > 0 and np.all(reach[:first_seen] == 0), reach
     # split in two calls, the window carries what the first one saw: the same outputs
-    carried, early = core(state, x[:5], start[:5])
-    _, late = core(carried, x[5:], start[5:])
-    whole = core(state, x, start)[1]
+    run = jax.jit(lambda h, x, s: core(h, x, s))
+    carried, early = run(state, x[:5], start[:5])
+    _, late = run(carried, x[5:], start[5:])
+    whole = run(state, x, start)[1]
     np.testing.assert_allclose(jnp.concatenate([early, late]), whole, rtol=1e-5, atol=1e-5)
 
 
