@@ -487,7 +487,8 @@ def add_sweep_report(sub: Any) -> None:
     """``nnxrl sweep-report``."""
     report = sub.add_parser(
         "sweep-report",
-        help="rank a sweep's settings by final return; write best.yaml and sweep.png",
+        help="rank a sweep's settings by final return; write best.yaml and sweep.png (PBT: "
+        "each seed's winning lineage and schedule, pbt.json and pbt_lineage.png)",
     )
     report.add_argument("run", metavar="RUN_DIR", help="a sweep's run directory")
     report.add_argument(
