@@ -192,7 +192,8 @@ def test_a_pbt_run_trains_as_the_sweep_until_its_first_step_and_resumes_exactly(
     pbt = config_lib.load(CARTPOLE, [*PBT_SWEEP, PBT])
     plain = config_lib.load(CARTPOLE, PBT_SWEEP)
     run_training(plain, tmp_path / "plain", quiet=True)
-    run_training(pbt, tmp_path / "whole", quiet=True)
+    trackers = config_lib.load(CARTPOLE, [*PBT_SWEEP, PBT, "logging.backends=[mlflow,tensorboard]"])
+    run_training(trackers, tmp_path / "whole", quiet=True)
     with pytest.raises(KeyboardInterrupt):  # stopped at update 12, inside the 2nd interval
         run_training(pbt, tmp_path / "split", quiet=True, stop_after=12)
     assert checkpoint.latest(tmp_path / "split") == 12
@@ -236,6 +237,58 @@ def test_a_pbt_run_trains_as_the_sweep_until_its_first_step_and_resumes_exactly(
             assert row["hp/ppo.learning_rate"] == found.values["ppo.learning_rate"][u - 1]
             if a != b:  # member b copied a after update u
                 assert by_member[(b // 2, b % 2)][u - 1]["pbt/donor"] == a
+    assert_trackers_hold_each_members_values(tmp_path / "whole", by_member)
+    assert_the_best_schedule_replays(tmp_path / "whole", tmp_path / "replay", by_member)
+
+
+def assert_trackers_hold_each_members_values(run, by_member) -> None:
+    """MLflow: a child run per member with its values as a series (as its records
+    say, changing where it copied); TensorBoard: a folder per member."""
+    from mlflow import MlflowClient
+
+    from nnxrl.logging.mlflow_tracker import local_store_uri
+
+    client = MlflowClient(tracking_uri=local_store_uri(run))
+    parent = (run / "mlflow_run_id").read_text().strip()
+    experiment = client.get_experiment_by_name("nnxrl")
+    children = client.search_runs(
+        [experiment.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent}'"
+    )
+    by_tags = {
+        (int(c.data.tags["nnxrl.setting"]), int(c.data.tags["nnxrl.seed"])): c for c in children
+    }
+    assert sorted(by_tags) == sorted(by_member) and len(by_tags) == 8
+    changed = 0
+    for member, child in by_tags.items():
+        assert child.info.run_name.endswith(f"/seed_{member[1]}/member_{member[0]}")
+        history = client.get_metric_history(child.info.run_id, "hp/ppo.learning_rate")
+        want = [r["hp/ppo.learning_rate"] for r in by_member[member]]
+        assert [m.value for m in sorted(history, key=lambda m: m.step)] == pytest.approx(want)
+        changed += len(set(want)) > 1
+    assert changed >= 2  # members that copied and explored show it
+    for setting, seed in by_member:
+        assert any((run / "tensorboard" / f"setting_{setting}" / f"seed_{seed}").glob("events.*"))
+
+
+def assert_the_best_schedule_replays(run, out, by_member) -> None:
+    """best_schedule.yaml trains the best seed's winner's schedule from scratch: each
+    update of that seed trains with the lineage's value, and until the first change
+    it is the member the lineage started in, as a plain run of its values."""
+    seeds = json.loads((run / "pbt.json").read_text())["seeds"]
+    best = max(seeds, key=lambda x: x["ranking"][0]["final_return"])
+    config = config_lib.load(run / "best_schedule.yaml")
+    assert not config.is_sweep and len(config.hp_schedule) == len(best["schedule"]) - 1 >= 1
+    run_training(config, out, quiet=True)
+    found = lineages(records(run), KEYS, 2)[best["seed"]]
+    replay = [r for r in records(out) if r["seed"] == best["seed"]]
+    want = found.values["ppo.learning_rate"]
+    assert [r["hp/ppo.learning_rate"] for r in replay] == pytest.approx(want, rel=1e-6)
+    start = found.members[0]
+    first_change = config.hp_schedule[0]["from_update"]
+    origin = by_member[(start // 2, start % 2)][: first_change - 1]
+    for r, q in zip(replay, origin, strict=False):
+        np.testing.assert_allclose(r["loss/total"], q["loss/total"], rtol=1e-5, atol=1e-6)
+    assert len(replay) == 40 and first_change > 1
 
 
 def test_a_lineage_follows_every_copy_back_to_its_start():

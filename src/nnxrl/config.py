@@ -9,6 +9,8 @@ binds what it needs with ``functools.partial`` at build time.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +26,7 @@ from nnxrl.envs.settings import EnvConfig
 from nnxrl.networks.registry import check_network, network_kind
 from nnxrl.networks.settings import NetworkSettings as NetworkConfig
 from nnxrl.parallel.settings import DistributedConfig, MeshConfig
-from nnxrl.run import schedule
+from nnxrl.run import hp_schedule, schedule
 from nnxrl.schema import ConfigError, parse_yaml, section, setting, to_dict
 from nnxrl.sweeps import space as sweep_lib
 from nnxrl.sweeps.settings import PBTConfig
@@ -249,6 +251,13 @@ class Config:
         SweepConfig,
         "Hyperparameter sweep: settings x seeds trained as one population in one program.",
     )
+    hp_schedule: tuple[dict, ...] = _field(
+        (),
+        "Traced keys that change value during a plain run: a list of {from_update: u, "
+        "<key>: value, ...}, each holding from update u (1-based) on, the config's own "
+        "values before. Costs no compilation (run/hp_schedule.py); a PBT run's "
+        "best_schedule.yaml holds the schedule its winner trained with.",
+    )
 
     def __post_init__(self) -> None:
         schema.fill_chosen(self)  # algo_config: the chosen algorithm's defaults if unset
@@ -306,6 +315,7 @@ def validate(config: Config) -> Config:
             f"env.num_envs * {name}.num_steps = {batch}; it must be at least that"
         )
     _validate_schedule(config)
+    _validate_hp_schedule(config)
     _validate_intrinsic(config)
     _validate_sweep(config)
     _validate_mesh(config)
@@ -329,6 +339,54 @@ def _validate_schedule(config: Config) -> None:
             f"{per_chunk} updates per chunk (logging.updates_per_chunk); "
             "checkpoints are taken between chunks"
         )
+
+
+def _validate_hp_schedule(config: Config) -> None:
+    """Each entry starts at an update of the run after the one before and changes
+    traced keys to values those keys allow (``run/hp_schedule.py``)."""
+    entries, updates, traced = config.hp_schedule, schedule.num_updates(config), traced_keys(config)
+    if entries and config.is_sweep:
+        raise ConfigError(
+            "hp_schedule: a sweep's members train with values of their own, so a schedule "
+            "is for a plain run; drop the sweep section (a PBT sweep finds a schedule: "
+            "`nnxrl sweep-report` writes it as best_schedule.yaml)"
+        )
+    previous, per_chunk = 0, schedule.updates_per_chunk(config)
+    for i, entry in enumerate(entries):
+        where, first = f"hp_schedule[{i}]", entry.get(hp_schedule.FROM)
+        if not isinstance(first, int) or isinstance(first, bool) or not previous < first <= updates:
+            raise ConfigError(
+                f"{where}.{hp_schedule.FROM}: expected an update after {previous} and at "
+                f"most the run's last, {updates}; got {first!r}"
+            )
+        if (first - 1) % per_chunk:
+            raise ConfigError(
+                f"{where}.{hp_schedule.FROM}: {first} - 1 is not a multiple of the "
+                f"{per_chunk} updates per chunk (logging.updates_per_chunk), and values "
+                "change between chunks; leave logging.updates_per_chunk unset or choose a "
+                "divisor of every from_update - 1"
+            )
+        names = [k for k in entry if k != hp_schedule.FROM]
+        if not names:
+            raise ConfigError(
+                f"{where}: changes nothing; give {hp_schedule.FROM} and the keys it sets, "
+                f"of {config.algo}'s {', '.join(traced)}"
+            )
+        for key in names:
+            if key not in traced:
+                close = difflib.get_close_matches(str(key), traced, n=1)
+                hint = f"did you mean {close[0]}? " if close else ""
+                raise ConfigError(
+                    f"{where}.{key}: not a key that can change during a run; {hint}"
+                    f"{config.algo}'s are {', '.join(traced)}"
+                )
+        try:
+            with_values(
+                dataclasses.replace(config, hp_schedule=()), hp_schedule.values_at(entries, first)
+            )
+        except ConfigError as e:
+            raise ConfigError(f"{where} (from update {first}): {e}") from None
+        previous = first
 
 
 def _validate_sweep(config: Config) -> None:

@@ -128,9 +128,12 @@ def _coerce(key: str, value: Any, tp: Any, meta: Mapping[str, Any]) -> Any:
             raise ConfigError(f"{key}: {value!r} is not allowed; choose one of {list(allowed)}")
         return value
     if origin is tuple and typing.get_args(tp)[1:] == (Ellipsis,):  # tuple[float, ...]
-        if not isinstance(value, (list, tuple)) or not value:
-            raise ConfigError(f"{key}: expected a list of numbers, got {value!r}")
         item = typing.get_args(tp)[0]
+        if item is dict and isinstance(value, (list, tuple)):  # a list of mappings, or none
+            return tuple(_mapping(f"{key}[{i}]", v, meta) for i, v in enumerate(value))
+        if not isinstance(value, (list, tuple)) or not value:
+            kind = "mappings" if item is dict else "numbers"
+            raise ConfigError(f"{key}: expected a list of {kind}, got {value!r}")
         return tuple(_coerce(f"{key}[{i}]", v, item, meta) for i, v in enumerate(value))
     if tp in (dict, list, tuple, str, bool):
         return _NON_NUMERIC[tp](key, value, meta)

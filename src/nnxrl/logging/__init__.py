@@ -64,6 +64,7 @@ def _mlflow(config, out_dir: Path, mlflow_run_id: str | None, start_update: int)
         num_updates=schedule.num_updates(config),
         points=config.logging.tracker_points,
         sweep=config.is_sweep,
+        pbt=bool(config.is_sweep and config.sweep.pbt.interval),
     )
 
 

@@ -18,7 +18,12 @@ FINISHED, KILLED or FAILED.
 A sweep is a parent run (the config, ``perf/sps``) with one child run per setting
 (``mlflow.parentRunId``; named ``<run>/setting_<k>``, tagged ``nnxrl.setting``, the
 setting's values as params) holding that setting's series as above; the UI nests
-them and compares the children. Their ids are kept in ``<out>/mlflow_child_runs.json``.
+them and compares the children. A PBT sweep, whose settings are only where its
+members started, has a child run per member instead (``<run>/seed_<i>/member_<k>``,
+tagged ``nnxrl.seed`` and ``nnxrl.setting``, its starting values as params) holding
+that member's own series, ``hp/<key>`` (the values it trained with, changing as it
+copies and explores) and ``pbt/donor`` among them. Their ids are kept in
+``<out>/mlflow_child_runs.json``.
 
 The run id is written to ``<out>/mlflow_run_id``; a resumed run continues that run
 and skips the steps it already holds (a resumed run recomputes them exactly).
@@ -148,10 +153,13 @@ class MlflowBackend:
         num_updates: int = 1,
         points: int = 200,
         sweep: bool = False,
+        pbt: bool = False,
     ):
         self.out_dir = Path(out_dir).resolve()
         self.sweep = sweep  # one child run per setting
-        self.children: dict[int, str] = {}  # setting -> child run id
+        self.pbt = pbt  # one child run per member instead
+        self.num_seeds = num_seeds
+        self.children: dict[int, str] = {}  # setting (PBT: member) -> child run id
         self.experiment_id: str | None = None
         self.local = tracking_uri is None  # the store shared by the runs beside this one
         self.store = local_store_path(out_dir)
@@ -326,7 +334,7 @@ class MlflowBackend:
     def _write(self, batch: LogBatch) -> None:
         now = int(time.time() * 1000)
         by_run: dict[str, list] = {}  # run id -> its metrics
-        for a in batch.aggregates:
+        for a in () if self.pbt else batch.aggregates:  # a PBT slot's seeds are unrelated
             if a["env_steps"] <= self.skip_through or not self._logged(a["update"]):
                 continue
             run = self._run_of(a)
@@ -336,12 +344,12 @@ class MlflowBackend:
                     by_run.setdefault(run, []).append(
                         self._metric_cls(name, value, now, a["env_steps"])
                     )
-        for r in batch.records if self.per_seed else ():
+        for r in batch.records if self.per_seed or self.pbt else ():
             if r["env_steps"] <= self.skip_through or not self._logged(r["update"]):
                 continue
             run = self._run_of(r)
             for key, value in metric_items(r):
-                name = f"seed_{r['seed']}/{key}"
+                name = key if self.pbt else f"seed_{r['seed']}/{key}"
                 by_run.setdefault(run, []).append(
                     self._metric_cls(name, value, now, r["env_steps"])
                 )
@@ -355,29 +363,33 @@ class MlflowBackend:
                 self._locked_retry(self.client.log_batch, run, metrics=metrics[i : i + 1000])
 
     def _run_of(self, record: dict) -> str:
-        """The run a record's series go to: the run itself, or its setting's child."""
+        """The run a record's series go to: the run itself, or its setting's child
+        (PBT: its member's)."""
         if not self.sweep:
             return self.run_id
         setting = record["setting"]
-        if setting not in self.children:
-            self.children[setting] = self._create_child(setting, record["hparams"])
-        return self.children[setting]
+        index = setting * self.num_seeds + record["seed"] if self.pbt else setting
+        if index not in self.children:
+            self.children[index] = self._create_child(index, record)
+        return self.children[index]
 
-    def _create_child(self, setting: int, values: dict) -> str:
+    def _create_child(self, index: int, record: dict) -> str:
         from mlflow.entities import Param
 
+        setting, seed = record["setting"], record.get("seed")
         tags = {**self.tags, "mlflow.parentRunId": self.run_id, "nnxrl.setting": str(setting)}
+        name, params = f"{self.run_name}/setting_{setting}", [Param("setting", str(setting))]
+        if self.pbt:
+            tags["nnxrl.seed"] = str(seed)
+            name = f"{self.run_name}/seed_{seed}/member_{setting}"
+            params.append(Param("seed", str(seed)))
         run = self._locked_retry(
-            self.client.create_run,
-            self.experiment_id,
-            run_name=f"{self.run_name}/setting_{setting}",
-            tags=tags,
+            self.client.create_run, self.experiment_id, run_name=name, tags=tags
         )
         child = run.info.run_id
-        params = [Param("setting", str(setting))]
-        params += [Param(k, str(v)) for k, v in values.items()]
+        params += [Param(k, str(v)) for k, v in record["hparams"].items()]
         self._locked_retry(self.client.log_batch, child, params=params)
-        saved = {**self.children, setting: child}
+        saved = {**self.children, index: child}
         own_files.write_text(
             self.out_dir / CHILDREN_FILE, json.dumps({str(k): v for k, v in saved.items()})
         )

@@ -31,7 +31,7 @@ from nnxrl import config as config_lib
 from nnxrl.errors import StorageError
 from nnxrl.logging import MetricLogger
 from nnxrl.parallel.devices import any_process, is_main_process
-from nnxrl.run import checkpoint, run_dir, schedule
+from nnxrl.run import checkpoint, hp_schedule, run_dir, schedule
 from nnxrl.run.stop import StopRequest
 from nnxrl.sweeps.pbt import next_step_cut
 
@@ -81,7 +81,10 @@ class RunLoop:
             count = min(upc, schedule.num_updates(config) - update)
             if config.sweep.pbt.interval:  # a PBT step falls between chunks (sweeps/pbt.py)
                 count = min(count, next_step_cut(update, config.sweep.pbt.interval))
-            state, metrics = self.programs.chunk(count)(state, self.programs.hp)
+            change = hp_schedule.updates_to_next_change(config.hp_schedule, update)
+            count = min(count, change or count)  # and so does a scheduled change
+            hp = self.programs.hyperparams_at(update + 1)
+            state, metrics = self.programs.chunk(count)(state, hp)
             pending.append((metrics, update + 1))
             previous, update = update, update + count
             if self.stop_after is not None and update >= self.stop_after:
@@ -115,7 +118,7 @@ class RunLoop:
         the last good update if a chunk holds a non-finite value, else None."""
         while len(pending) > keep:
             metrics, first = pending.popleft()
-            metrics = jax.device_get(metrics)
+            metrics = self.with_scheduled_values(jax.device_get(metrics), first)
             if self.config.is_sweep:  # a member that met a NaN/inf is frozen, the rest
                 self.logger.log_chunk(metrics, first)  # train on; its records say so
                 self.last = metrics
@@ -139,6 +142,17 @@ class RunLoop:
             )
             return first + j - 1
         return None
+
+    def with_scheduled_values(self, metrics: dict, first: int) -> dict:
+        """A scheduled run's records carry ``hp/<key>``: the value each update of the
+        chunk trained with (``run/hp_schedule.py``)."""
+        entries = self.config.hp_schedule
+        if not entries:
+            return metrics
+        seeds, count = np.shape(metrics["nonfinite"])
+        data = config_lib.to_dict(self.config)
+        values = hp_schedule.series(entries, data, first, count)
+        return {**metrics, **{k: np.broadcast_to(v, (seeds, count)) for k, v in values.items()}}
 
     def save(self, state: Any, update: int, **meta: Any) -> None:
         """Checkpoint ``update`` unless it is already saved (StorageError if it cannot)."""

@@ -10,9 +10,10 @@ compilation cache (``compile_cache.py``), so a second run of a config starts at 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 import jax
@@ -23,7 +24,7 @@ from nnxrl.envs import EnvSpec, make_env
 from nnxrl.intrinsic import addon_for
 from nnxrl.parallel.devices import start_jax
 from nnxrl.parallel.mesh import Layout, make_layout, shuffle_groups, state_shardings, with_num_envs
-from nnxrl.run import schedule
+from nnxrl.run import hp_schedule, schedule
 from nnxrl.run.algorithms import hyperparams_from, make_algorithm
 from nnxrl.run.chunk import SEED_AXIS, train_chunk
 from nnxrl.run.compile_cache import use_compile_cache
@@ -53,6 +54,7 @@ class Programs:
     template: Any  # the RunState's shapes, dtypes and shardings (all seeds)
     layout: Layout  # the device mesh
     compile_chunk: Any  # updates -> a compiled chunk program of that many updates
+    hyperparams_at: Any  # update -> the hp a chunk starting there trains with
 
     def chunk(self, num_updates: int) -> Any:
         """The program for a chunk of ``num_updates`` (compiled on first use: only a
@@ -108,7 +110,8 @@ def compile_programs(config: config_lib.Config) -> Programs:
     check_fits(
         config, {"init": init_compiled, "a chunk": chunks[schedule.updates_per_chunk(config)]}
     )
-    return Programs(init, chunks, hp, template, layout, compile_chunk)
+    hyperparams_at = scheduled_hyperparams(config, hp, layout)
+    return Programs(init, chunks, hp, template, layout, compile_chunk, hyperparams_at)
 
 
 def chunk_program(
@@ -135,6 +138,22 @@ def placed_hyperparams(config: config_lib.Config, layout: Any) -> tuple[Any, Any
         return jax.device_put(population_hyperparams(config), layout.by_seed), layout.by_seed, 0
     hp = jax.device_put(hyperparams_from(config), layout.replicated)
     return hp, layout.replicated, None
+
+
+def scheduled_hyperparams(config: config_lib.Config, hp: Any, layout: Any) -> Any:
+    """update -> the traced values a chunk starting at that update trains with:
+    ``hp`` throughout, or with an ``hp_schedule`` the values then in force
+    (``run/hp_schedule.py``), placed from NumPy once per change, like ``hp``."""
+    if not config.hp_schedule:
+        return lambda update: hp
+    plain = dataclasses.replace(config, hp_schedule=())
+
+    @cache
+    def placed(values: tuple) -> Any:
+        config = config_lib.with_values(plain, dict(values))
+        return jax.device_put(hyperparams_from(config), layout.replicated)
+
+    return lambda update: placed(tuple(hp_schedule.values_at(config.hp_schedule, update).items()))
 
 
 def compile_init(

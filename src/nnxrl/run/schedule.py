@@ -3,11 +3,14 @@ the updates per compiled chunk. Arithmetic on a config's own values, in one plac
 config's checks use it (that the splits divide), as do the run loop, the loggers and
 the reports.
 
-A leaf (it imports nothing from nnxrl), so that ``config.validate`` can call it."""
+It imports no config class, so that ``config.validate`` can call it."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Protocol
+
+from nnxrl.run import hp_schedule
 
 CHUNKS = 50  # updates_per_chunk unset: the largest divisor that gives at least this many
 
@@ -37,12 +40,14 @@ def num_updates(config: Scheduled) -> int:
 
 def updates_per_chunk(config: Scheduled) -> int:
     """Updates per compiled chunk: logging.updates_per_chunk, or the largest divisor of
-    num_updates that gives at least ~50 chunks (for population-based training: of its
-    interval, so that chunks end where its steps fall)."""
+    num_updates that gives at least ~50 chunks, and that divides where chunks must end:
+    population-based training's interval, the updates before an ``hp_schedule``'s
+    changes (so that a run needs one chunk program)."""
     if config.logging.updates_per_chunk is not None:
         return config.logging.updates_per_chunk
     updates = num_updates(config)
     target = max(1, updates // CHUNKS)
     pbt = getattr(getattr(config, "sweep", None), "pbt", None)
     divided = pbt.interval if pbt is not None and pbt.interval else updates
+    divided = math.gcd(divided, *hp_schedule.cuts(getattr(config, "hp_schedule", ())))
     return max(d for d in range(1, target + 1) if divided % d == 0)

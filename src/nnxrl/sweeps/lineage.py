@@ -57,7 +57,7 @@ def one_lineage(
             }
             for m in members
         ),
-        key=lambda row: -np.inf if row["final_return"] is None else row["final_return"],
+        key=ranked_return,
         reverse=True,
     )
     current, carried = ranking[0]["member"], []
@@ -73,6 +73,11 @@ def one_lineage(
     }
     copies = sum(a != b for a, b in zip(carried, carried[1:], strict=False))
     return Lineage(seed, ranking, carried, updates, values, schedule_of(updates, values), copies)
+
+
+def ranked_return(row: dict) -> float:
+    """A ranking row's final return, a diverged member's (None) below every other."""
+    return -np.inf if row["final_return"] is None else row["final_return"]
 
 
 def final(record: dict) -> float | None:

@@ -15,12 +15,15 @@
 - writes ``sweep.json``: the table as data;
 - for a PBT run (``sweep.pbt``), whose settings are only where its members started:
   ranks each seed's members, traces the winner's lineage and schedule
-  (``lineage.py``), draws ``pbt_lineage.png`` and writes ``pbt.json``, in place of
-  ``best.yaml`` (no fixed setting reproduces a schedule).
+  (``lineage.py``), draws ``pbt_lineage.png``, writes ``pbt.json`` and, in place of
+  ``best.yaml`` (no fixed setting reproduces a schedule), ``best_schedule.yaml``: the
+  best seed's winner's schedule as a plain config whose ``hp_schedule`` trains it
+  again from scratch (``run/hp_schedule.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -95,8 +98,8 @@ def report(run_dir: str | Path, *, write: bool = True, quiet: bool = False) -> S
 def report_pbt(
     run_dir: Path, config: config_lib.Config, records: list[dict], *, write: bool, quiet: bool
 ) -> list[lineage_lib.Lineage]:
-    """Each seed's members ranked and its winner's lineage; pbt.json and
-    pbt_lineage.png with ``write``."""
+    """Each seed's members ranked and its winner's lineage; pbt.json,
+    pbt_lineage.png and best_schedule.yaml with ``write``."""
     keys = swept_keys(config.sweep)
     found = lineage_lib.lineages(records, keys, config.num_seeds)
     if not quiet:
@@ -114,15 +117,35 @@ def report_pbt(
         from nnxrl.run import lock as run_lock
         from nnxrl.run import own_files
 
-        own_files.refuse_links(run_dir, ("pbt.json", "pbt_lineage.png"))
+        own_files.refuse_links(run_dir, ("pbt.json", "pbt_lineage.png", "best_schedule.yaml"))
+        best = max(found, key=lambda x: lineage_lib.ranked_return(x.ranking[0]))
         with run_lock.hold(run_dir, "sweep-report"):
             text = json.dumps({"metric": METRIC, "seeds": lineage_lib.as_json(found)}, indent=1)
             own_files.write_text(run_dir / "pbt.json", text)
             title = f"{config.env.id}: each seed's winning PBT lineage"
             lineage_lib.plot_lineages(found, keys, title, run_dir / "pbt_lineage.png")
+            config_lib.dump(schedule_config(config, best), run_dir / "best_schedule.yaml")
         if not quiet:
-            print(f"wrote {run_dir / 'pbt.json'} and {run_dir / 'pbt_lineage.png'}")
+            print(
+                f"wrote {run_dir / 'pbt.json'}, {run_dir / 'pbt_lineage.png'} and "
+                f"{run_dir / 'best_schedule.yaml'} (seed {best.seed}'s winner's schedule; "
+                f"train it from scratch with `nnxrl train {run_dir / 'best_schedule.yaml'}`)"
+            )
     return found
+
+
+def schedule_config(config: config_lib.Config, lineage: lineage_lib.Lineage) -> config_lib.Config:
+    """A lineage's schedule as a plain config: its first values as the config's own,
+    each later change an ``hp_schedule`` entry (the sweep section dropped)."""
+    first, *changes = ({k: short(v) for k, v in step.items()} for step in lineage.schedule)
+    start = config_lib.with_values(config, {k: v for k, v in first.items() if k != "from_update"})
+    return config_lib.validate(dataclasses.replace(start, hp_schedule=tuple(changes)))
+
+
+def short(value: float) -> float:
+    """A float32 value as its shortest decimal (0.0125 for 0.01249999925...), which
+    reads back as the same float32."""
+    return value if isinstance(value, int) else float(str(np.float32(value)))
 
 
 def sweep_config(run_dir: Path) -> config_lib.Config:
