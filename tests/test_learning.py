@@ -159,8 +159,10 @@ def test_pbt_ends_at_or_above_the_best_fixed_learning_rate(tmp_path, seed_offset
     """configs/pbt-ppo-cartpole.yaml: 5 learning rates x 4 seeds, 100k env steps. Each
     seed's best PBT member against the best member of the same grid without PBT (equal
     compute): the mean over the 4 seeds is at least the grid's, and every seed's
-    winning lineage changed its rate during the run (a schedule, not a point).
-    Measured at offsets 0 and 1000: PBT 490 and 492 (per seed 481 to 500), the grid
+    winning lineage changed its rate during the run (a schedule, not a point); the
+    best winner's schedule (best_schedule.yaml) trained from scratch on 4 seeds ends
+    at least at the grid's mean too. Measured at offsets 0 and 1000: PBT 490 and 492
+    (per seed 481 to 500), the replayed schedule 492 and 494 (480 to 500), the grid
     474 and 479 (448 to 497; at one seed of the eight the grid's best was ahead)."""
     config = "configs/pbt-ppo-cartpole.yaml"
     pbt_records = train_records(tmp_path / "pbt", config, [], seed_offset)
@@ -172,6 +174,10 @@ def test_pbt_ends_at_or_above_the_best_fixed_learning_rate(tmp_path, seed_offset
     assert pbt.mean() >= grid.mean(), (pbt, grid)
     for found in lineages(pbt_records, ["ppo.learning_rate"], num_seeds=4):
         assert len(found.schedule) > 1, found.schedule
+    assert main(["sweep-report", str(tmp_path / "pbt")]) == 0
+    schedule = str(tmp_path / "pbt" / "best_schedule.yaml")
+    replay = best_final_per_seed(train_records(tmp_path / "replay", schedule, [], seed_offset))
+    assert len(replay) == 4 and replay.mean() >= grid.mean(), (replay, grid)
 
 
 @pytest.mark.learning

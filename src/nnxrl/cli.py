@@ -488,7 +488,8 @@ def add_sweep_report(sub: Any) -> None:
     report = sub.add_parser(
         "sweep-report",
         help="rank a sweep's settings by final return; write best.yaml and sweep.png (PBT: "
-        "each seed's winning lineage and schedule, pbt.json and pbt_lineage.png)",
+        "each seed's winning lineage and schedule, pbt.json, pbt_lineage.png and "
+        "best_schedule.yaml, which `nnxrl train` replays)",
     )
     report.add_argument("run", metavar="RUN_DIR", help="a sweep's run directory")
     report.add_argument(

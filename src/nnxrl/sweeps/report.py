@@ -106,9 +106,9 @@ def report_pbt(
         for x in found:
             winner = x.ranking[0]
             print(
-                f"PBT seed {x.seed}: member {winner['member']} (started as setting "
-                f"{winner['setting']}) ends best at {winner['final_return']:.2f}, after "
-                f"{x.copies} copies; its schedule:"
+                f"PBT seed {x.seed}: member {winner['member']} ends best at "
+                f"{winner['final_return']:.2f}, along a lineage that began in setting "
+                f"{x.members[0] // config.num_seeds} and copied {x.copies} times; its schedule:"
             )
             for step in x.schedule:
                 values = {k: v for k, v in step.items() if k != "from_update"}
