@@ -24,7 +24,9 @@ The public Python API (docs/python-api.md); each name is imported when first rea
   and ``ppo.hyperparams(settings)``;
 - policies: ``load_policy(dir)``, ``policy_from_checkpoint(run_dir)``, ``Policy.act``;
   ``evaluate(policy, episodes)`` -> ``Evaluation``, ``render(policy, seed, out, key)``
-  (a GIF), ``plot(run_dirs, metrics, out)`` (learning curves with bootstrap bands).
+  (a GIF), ``plot(run_dirs, metrics, out)`` (learning curves with bootstrap bands);
+- results: ``compare(paths, by=, out=)`` -> ``Comparison`` (methods across seeds and
+  envs: IQM, optimality gap, probability of improvement, with intervals).
 """
 
 from typing import TYPE_CHECKING
@@ -66,6 +68,8 @@ _EXPORTS = {
     "evaluate": "nnxrl.agent.evaluate",
     "render": "nnxrl.agent.render:render_episode",
     "plot": "nnxrl.plots:plot_runs",
+    "compare": "nnxrl.comparison",
+    "Comparison": "nnxrl.comparison",
     "Policy": "nnxrl.agent.policy",
     "load_policy": "nnxrl.agent.policy",
     "policy_from_checkpoint": "nnxrl.agent.policy",
@@ -85,6 +89,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.algos.pqn import make_pqn
     from nnxrl.algos.registry import register_algorithm
     from nnxrl.algos.settings import PPOSettings, PQNSettings, RewardStreams, RunFacts
+    from nnxrl.comparison import Comparison, compare
     from nnxrl.config import Config
     from nnxrl.config import from_dict as config_from_dict
     from nnxrl.config import load as load_config
@@ -138,6 +143,8 @@ __all__ = [
     "make_pqn",
     "evaluate",
     "plot",
+    "compare",
+    "Comparison",
     "policy_from_checkpoint",
     "render",
     "register_addon",

@@ -277,6 +277,30 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from nnxrl.comparison import compare, markdown
+    from nnxrl.scores import parse_range
+
+    try:
+        ranges = dict(parse_range(text) for text in args.range)
+        found = compare(
+            args.runs,
+            by=args.by,
+            ranges=ranges,
+            metric=args.metric,
+            reps=args.reps,
+            seed=args.seed,
+            out=args.out,
+            fmt=args.format,
+        )
+    except (FileNotFoundError, KeyError, ValueError) as e:
+        print(f"nnxrl: {e.args[0]}", file=sys.stderr)
+        return 2
+    print(markdown(found), end="")
+    print(f"wrote compare.json, compare.md and the figures ({args.format}) to {args.out}")
+    return 0
+
+
 def _configs(args: argparse.Namespace) -> int:
     from nnxrl.shipped_configs import configs_dir, describe, shipped_configs
 
@@ -333,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_policy_commands(sub)
     add_plot(sub)
     add_sweep_report(sub)
+    add_compare(sub)
     configs = sub.add_parser("configs", help="list the shipped configs (train takes their names)")
     configs.set_defaults(func=_configs)
     return parser
@@ -481,6 +506,53 @@ def add_plot(sub: Any) -> None:
     )
     plot.add_argument("--out", default="plot.png", help="output PNG (default plot.png)")
     plot.set_defaults(func=_plot)
+
+
+def add_compare(sub: Any) -> None:
+    """``nnxrl compare``."""
+    cmd = sub.add_parser(
+        "compare",
+        help="compare methods across seeds and envs: mean, median, IQM, optimality gap with "
+        "95 %% stratified-bootstrap CIs, probability of improvement, profiles (docs/compare.md)",
+    )
+    cmd.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN_OR_GLOB",
+        help="run directories, folders holding runs, or globs ('runs/ppo-*'); a sweep's "
+        "settings count as runs of their own",
+    )
+    cmd.add_argument(
+        "--by",
+        default="algo",
+        metavar="KEY",
+        help="what makes a method: algo (default) or a dotted config key (network.kind, "
+        "ppo.learning_rate, ...)",
+    )
+    cmd.add_argument(
+        "--metric",
+        metavar="NAME",
+        help="a metrics.jsonl key to score by (default: the env's score: the rolling return "
+        "mapped by its declared range; Craftax: the achievements' score)",
+    )
+    cmd.add_argument(
+        "--range",
+        action="append",
+        default=[],
+        metavar="ENV=LOW:HIGH",
+        help="the lowest and highest return of ENV's episodes, mapped to 0 and 1 (shipped for "
+        "CartPole, Acrobot, MountainCar, Pendulum, MemoryChain, RepeatPrevious, DeepSea); "
+        "repeatable",
+    )
+    cmd.add_argument(
+        "--reps", type=_count(100), default=2000, help="bootstrap samples (default 2000)"
+    )
+    cmd.add_argument("--seed", type=_count(0), default=0, help="the bootstrap's seed (default 0)")
+    cmd.add_argument("--out", default="compare", help="output folder (default ./compare)")
+    cmd.add_argument(
+        "--format", choices=("png", "svg", "pdf"), default="png", help="figures (default png)"
+    )
+    cmd.set_defaults(func=_compare)
 
 
 def add_sweep_report(sub: Any) -> None:

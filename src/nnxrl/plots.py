@@ -10,7 +10,7 @@ chunking line up. Several metrics give stacked panels sharing the x axis.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +41,8 @@ class Run:
     return_window: int
     env_steps: np.ndarray  # [U] env steps per seed after each update
     metrics: dict[str, np.ndarray]
+    config: dict = field(default_factory=dict)  # the run's config.yaml
+    hparams: dict = field(default_factory=dict)  # a sweep setting's values (dotted keys)
 
 
 def plot_runs(
@@ -144,6 +146,8 @@ def run_of(name: str, config: dict, records: list[dict]) -> Run:
         return_window=int(config.get("logging", {}).get("return_window", 100)),
         env_steps=env_steps,
         metrics=arrays,
+        config=config,
+        hparams=dict(records[0].get("hparams") or {}),
     )
 
 
