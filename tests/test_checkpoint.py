@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import yaml
 from cli_runs import TINY_CRAFTAX
 from flax import struct
 from PIL import Image
@@ -294,6 +295,14 @@ def test_eval_render_and_export_on_cartpole(small_run, tmp_path, capsys):
         == 0
     )
     assert json.loads((tmp_path / "e2.json").read_text())["seeds"] == data["seeds"]
+    # both policies say where they come from: the run, its update, code and version
+    last = checkpoint.latest(small_run)
+    started = json.loads((small_run / "run.json").read_text())
+    for folder in (small_run / "policy", exported):
+        source = yaml.safe_load((folder / "policy.yaml").read_text())["source"]
+        assert source["run"] == str(small_run.resolve()) and source["update"] == last
+        assert source["git_commit"] == started["git_commit"] and source["nnxrl"]
+    assert started["git_commit"] is None or len(started["git_commit"]) == 40
     # an env without a renderer says so
     assert main(["render", str(small_run), "--seed", "5"]) == 2
     assert "not one of the run's seeds" in capsys.readouterr().err

@@ -51,8 +51,9 @@ def test_truncation_is_reported_apart_from_termination():
 def test_unknown_env_lists_families():
     from nnxrl.config import ConfigError
 
-    with pytest.raises(ConfigError, match="Known families: gymnax: .*CartPole-v1.*craftax"):
+    with pytest.raises(ConfigError, match="Known families: gymnax: .*CartPole-v1.*craftax") as e:
         make_env(EnvConfig(id="Cartpole-v1"))
+    assert "registered: " not in str(e.value) and not str(e.value).endswith(": ")  # none empty
 
 
 def test_a_continuous_env_has_bounds_and_clips_actions_when_it_steps():

@@ -62,6 +62,7 @@ def test_the_tag_chooses_the_section_by_its_name():
             "kind: 'slwo' is not registered; did you mean slow? Known: ['fast', 'slow']; add more",
         ),
         ({"fast": {"stpes": 2}}, "unknown key fast.stpes; did you mean fast.steps?"),
+        ({"steps": 2}, "unknown key steps; it is a key of a section: did you mean fast.steps?"),
         ({"fast": {"steps": 0}}, "fast.steps: 0 is out of range; it must be >= 1"),
         ({"fast": {"rate": 0}}, "fast.rate: 0.0 is out of range; it must be > 0"),
         (

@@ -37,6 +37,8 @@ def _train(args: argparse.Namespace) -> int:
     from nnxrl.run.training import train
     from nnxrl.sweeps.groups import needs_groups, train_groups
 
+    if args.print_config or args.dry_run:
+        return _inspect(args)
     config, out_dir = _train_target(args)
     main = is_main_process()  # in a multi-process run the others stay silent
     if main:
@@ -64,12 +66,44 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _inspect(args: argparse.Namespace) -> int:
+    """``--print-config``: the resolved config as YAML; ``--dry-run``: the config and
+    its parts checked and every program compiled, nothing trained or written."""
+    import time
+
+    import yaml
+
+    from nnxrl.run.programs import compile_programs
+    from nnxrl.run.training import prepare
+    from nnxrl.sweeps.groups import group_configs, needs_groups
+
+    path = args.config or (args.resume and f"{args.resume}/config.yaml")
+    if not path:
+        raise config_lib.ConfigError("train: give a CONFIG file, or --resume RUN_DIR")
+    config = config_lib.load(path, args.set or ())
+    if args.print_config:
+        print(yaml.safe_dump(config_lib.saved_dict(config), sort_keys=False), end="")
+        return 0
+    config = prepare(config)
+    for group in [c for _, c in group_configs(config)] if needs_groups(config) else [config]:
+        started = time.perf_counter()
+        programs = compile_programs(group)
+        print(
+            f"nnxrl: dry run: {group.env.id}, {schedule.num_updates(group)} updates of "
+            f"{schedule.batch_size(group)} transitions x {population.num_members(group)} "
+            f"member(s) compiled in {time.perf_counter() - started:.1f} s "
+            f"({programs.layout.describe()}); nothing was trained or written",
+            flush=True,
+        )
+    return 0
+
+
 def _train_target(args: argparse.Namespace) -> tuple[config_lib.Config, Any]:
     """The config to train (checked, its parts included) and the run directory: a new
     one (created), or the run ``--resume`` continues."""
     from pathlib import Path
 
-    from nnxrl.run.run_dir import default_out_dir, ensure_writable_dir
+    from nnxrl.run.run_dir import default_out_dir, ensure_writable_dir, refuse_a_run
     from nnxrl.run.training import prepare
 
     if args.resume:
@@ -90,7 +124,9 @@ def _train_target(args: argparse.Namespace) -> tuple[config_lib.Config, Any]:
             "--step: picks the checkpoint to resume from; use it with --resume"
         )
     config = prepare(config_lib.load(args.config, args.set or ()))  # before --out
-    return config, ensure_writable_dir(args.out or default_out_dir(args.config), "--out")
+    out_dir = ensure_writable_dir(args.out or default_out_dir(args.config), "--out")
+    refuse_a_run(out_dir)  # before the "training" line
+    return config, out_dir
 
 
 def print_outcome(config: config_lib.Config, out_dir: Any, result: Any) -> None:
@@ -345,6 +381,9 @@ def _probability(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nnxrl", description="Legible RL in JAX + Flax NNX")
     parser.add_argument(
+        "--version", action=VersionAction, help="print the version (and git commit) and exit"
+    )
+    parser.add_argument(
         "--plugin",
         action="append",
         default=[],
@@ -361,6 +400,22 @@ def build_parser() -> argparse.ArgumentParser:
     configs = sub.add_parser("configs", help="list the shipped configs (train takes their names)")
     configs.set_defaults(func=_configs)
     return parser
+
+
+class VersionAction(argparse.Action):
+    """``nnxrl --version``: the installed version, and the git commit of the checkout
+    it runs in, if any (read only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        from nnxrl.logging.run_info import git_commit
+        from nnxrl.version import version
+
+        commit = git_commit()
+        print(f"nnxrl {version()}" + (f" (git {commit[:12]})" if commit else ""))
+        parser.exit()
 
 
 def add_train(sub: Any) -> None:
@@ -395,7 +450,19 @@ def add_train(sub: Any) -> None:
         "--stop-after",
         type=_count(1),
         metavar="UPDATES",
-        help="stop (as Ctrl-C does: checkpoint, exit 130) once this many updates are done",
+        help="stop (as Ctrl-C does: checkpoint, exit 130) once this many updates are done "
+        "(at the end of the chunk that reaches them)",
+    )
+    train.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved config (the file, --set applied, every default) and exit",
+    )
+    train.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the config and its env, network and add-on, compile every program, and "
+        "exit without training or writing",
     )
     train.set_defaults(func=_train)
 

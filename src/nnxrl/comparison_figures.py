@@ -48,8 +48,12 @@ def draw_intervals(c: Comparison, where: str) -> Any:
         metric_names=[NAMES[s] for s in shown],
         algorithms=c.methods,
         xlabel=f"score {where} (95 % stratified-bootstrap CI)",
-        xlabel_y_coordinate=-0.5 / max(1, len(c.methods)),
+        row_height=0.6,
+        subfigure_width=3.6,
+        xlabel_y_coordinate=-0.35 - 0.6 / len(c.methods),
     )
+    for ax in np.ravel(fig.axes):
+        ax.tick_params(axis="x", labelsize="medium", labelrotation=30)
     return fig
 
 

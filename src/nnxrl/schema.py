@@ -281,7 +281,26 @@ def _reject_unknown(data: Mapping[str, Any], fields: dict, chosen: dict, prefix:
             )
     close = difflib.get_close_matches(str(key), list(fields), n=1)
     hint = f"; did you mean {prefix}{close[0]!s}?" if close else ""
-    raise ConfigError(f"unknown key {prefix}{key}{hint} Known keys here: {sorted(fields)}")
+    inside = [f"{prefix}{n}.{key}" for n, f in fields.items() if key in section_keys(f, n)]
+    if inside:  # a section's key given at the level above
+        hint = f"; it is a key of a section: did you mean {' or '.join(inside)}?"
+    raise ConfigError(f"unknown key {prefix}{key}{hint} (the keys here: {sorted(fields)})")
+
+
+def section_keys(f: dataclasses.Field, name: str) -> set[str]:
+    """The keys of the section field ``f`` holds (for a chosen section, those of the
+    class chosen, ``name``); none for a plain field."""
+    if "tag" in f.metadata:
+        chosen = f.metadata["classes"]().get(name)
+        return set(field_names(chosen)) if chosen is not None else set()
+    factory = f.default_factory
+    if factory is dataclasses.MISSING or not isinstance(factory, type):
+        return set()
+    return set(field_names(factory)) if dataclasses.is_dataclass(factory) else set()
+
+
+def field_names(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
 
 
 def _build_section(tp: type, value: Any, prefix: str, name: str) -> Any:

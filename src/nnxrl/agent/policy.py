@@ -1,7 +1,8 @@
 """Saved policies: the trained network's parameters and what rebuilding it needs.
 
 ``RUN_DIR/policy/`` holds ``policy.yaml`` (the env and network config, the
-algorithm, the number of value outputs and seeds) and ``params/`` (every seed's
+algorithm, the number of value outputs and seeds, and ``source``: the run, update,
+git commit and nnxrl version it comes from) and ``params/`` (every seed's
 network parameters, stacked, written by Orbax under their paths in the network: no
 pickle).
 ``load_policy`` rebuilds the network from the network config and the env's spec,
@@ -12,7 +13,8 @@ agent from this folder alone; a run's checkpoints give the same through
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,8 @@ class Policy:
     # ppo.normalize_obs: each seed's observation moments (leading seed axis), else None
     obs_moments: Any = None
     obs_clip: float = 10.0
+    # where it comes from: run directory, update, git commit and nnxrl version
+    source: dict = field(default_factory=dict)
 
     def seed_moments(self, seed: int | jax.Array) -> Any:
         """Seed ``seed``'s observation moments (() when observations are not normalised)."""
@@ -221,6 +225,7 @@ def save_policy(directory: str | Path, policy: Policy) -> Path:
         "setting": policy.setting,
         "obs_clip": policy.obs_clip,
         "normalize_obs": policy.obs_moments is not None,
+        "source": policy.source,
     }
     params = policy.params
     arrays = {path: np.asarray(x) for path, x in param_paths(jax.device_get(params))}
@@ -278,6 +283,7 @@ def load_policy(directory: str | Path) -> Policy:
         setting=spec.get("setting"),
         obs_moments=obs_moments,
         obs_clip=float(spec.get("obs_clip", 10.0)),
+        source=dict(spec.get("source") or {}),
     )
 
 
@@ -308,7 +314,20 @@ def policy_from_checkpoint(
         obs_moments = Moments(
             **{k: jnp.asarray(items[by_path[f".normalizer.obs.{k}"]]) for k in MOMENTS}
         )
-    return setting_policy(config, params, setting, obs_moments)
+    policy = setting_policy(config, params, setting, obs_moments)
+    policy.source = provenance(run_dir, meta["update"])
+    return policy
+
+
+def provenance(run_dir: str | Path, update: int) -> dict:
+    """Where a policy comes from: the run directory, the update, and the git commit
+    and nnxrl version the run started with (its run.json)."""
+    source = {"run": str(Path(run_dir).resolve()), "update": int(update)}
+    try:
+        started = json.loads((Path(run_dir) / "run.json").read_text())
+    except (OSError, ValueError):
+        return source
+    return {**source, "git_commit": started.get("git_commit"), "nnxrl": started.get("nnxrl")}
 
 
 def _checkpoint_paths(template: Any) -> dict[str, str]:

@@ -87,7 +87,7 @@ def check_id_and_kwargs(env: EnvConfig) -> None:
     every = [i for ids in families.values() for i in ids]
     close = difflib.get_close_matches(env.id, every, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]}?" if close else ""
-    listing = "; ".join(f"{fam}: {', '.join(ids)}" for fam, ids in families.items())
+    listing = "; ".join(f"{fam}: {', '.join(ids)}" for fam, ids in families.items() if ids)
     raise ConfigError(f"env.id: unknown environment {env.id!r}{hint} Known families: {listing}")
 
 

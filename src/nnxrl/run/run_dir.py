@@ -24,6 +24,7 @@ from nnxrl import config as config_lib
 from nnxrl.errors import NonFiniteError, StorageError
 from nnxrl.logging import members_of
 from nnxrl.logging.jsonl import RECORD_FILES, RecordOrder, records_in_order, truncate_after
+from nnxrl.logging.run_info import git_commit
 from nnxrl.run import checkpoint, own_files, schedule
 from nnxrl.sweeps import population
 from nnxrl.version import version
@@ -97,6 +98,15 @@ def holds_run(out_dir: Path) -> bool:
     return has_records or bool(checkpoint.available(out_dir))
 
 
+def refuse_a_run(out_dir: Path) -> None:
+    """A fresh run's ``--out`` must not hold a run already."""
+    if holds_run(out_dir):
+        raise config_lib.ConfigError(
+            f"--out: {out_dir} already holds a run; continue it with "
+            f"`nnxrl train --resume {out_dir}` or choose another directory"
+        )
+
+
 def prepare(
     config: config_lib.Config, out_dir: Path, resume: bool, step: int | None = None
 ) -> StartPoint:
@@ -112,11 +122,7 @@ def prepare(
             )
         ensure_writable_dir(saved_in, "checkpoints")
     if not resume:
-        if holds_run(out_dir):
-            raise config_lib.ConfigError(
-                f"--out: {out_dir} already holds a run; continue it with "
-                f"`nnxrl train --resume {out_dir}` or choose another directory"
-            )
+        refuse_a_run(out_dir)
         truncate_after(
             out_dir, 0, population.num_members(config)
         )  # what a failed start may have left
@@ -182,7 +188,11 @@ def write_config(config: config_lib.Config, out_dir: Path, fresh: bool) -> None:
     is checked against, also when config.yaml was edited since."""
     config_lib.dump(config, out_dir / "config.yaml")
     if fresh or not (out_dir / RUN_FILE).is_file():
-        manifest = {"config": config_lib.saved_dict(config), "nnxrl": version()}
+        manifest = {
+            "config": config_lib.saved_dict(config),
+            "nnxrl": version(),
+            "git_commit": git_commit(),  # the code the run started from (None: not in git)
+        }
         own_files.write_text(out_dir / RUN_FILE, json.dumps(manifest, indent=1))
 
 

@@ -215,7 +215,7 @@ def compile_and_run(
         params = host_copy(outcome.state.params)
         # ppo.normalize_obs: the observation moments go with the policy (else ())
         obs_moments = host_copy(getattr(outcome.state.normalizer, "obs", ()))
-        export_policy(config, out_dir, params, best, obs_moments)
+        export_policy(config, out_dir, params, best, obs_moments, outcome.update)
         if is_main_process() and config.logging.log_video:
             attach_episode(config, out_dir, params, logger, quiet, best, obs_moments)
     return Ran(outcome, compile_seconds, train_end, best)
@@ -349,9 +349,12 @@ def export_policy(
     params: Any,
     setting: int | None = None,
     obs_moments: Any = None,
+    update: int = 0,
 ) -> None:
-    """Every seed's policy (with its observation moments) to ``out_dir/policy`` (a
-    sweep: those of ``setting``)."""
-    from nnxrl.agent.policy import save_policy, setting_policy
+    """Every seed's policy (with its observation moments) after ``update`` to
+    ``out_dir/policy`` (a sweep: those of ``setting``), with where it comes from."""
+    from nnxrl.agent.policy import provenance, save_policy, setting_policy
 
-    save_policy(out_dir / "policy", setting_policy(config, params, setting, obs_moments))
+    policy = setting_policy(config, params, setting, obs_moments)
+    policy.source = provenance(out_dir, update)
+    save_policy(out_dir / "policy", policy)
