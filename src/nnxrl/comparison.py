@@ -30,8 +30,7 @@ from nnxrl import interval_estimates as ie
 from nnxrl.plots import Run, load_runs
 from nnxrl.scores import Scored, score_run
 
-STATISTICS = ("median", "iqm", "mean", "optimality_gap")
-NAMES = {"median": "Median", "iqm": "IQM", "mean": "Mean", "optimality_gap": "Optimality gap"}
+STATISTICS, NAMES = ie.AGGREGATES, ie.NAMES
 CURVE_POINTS = 20  # the IQM along training: at this many env-step counts
 PROFILE_POINTS = 41  # performance profiles: thresholds from 0 to the highest score
 

@@ -10,7 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from nnxrl.comparison import NAMES, STATISTICS, Comparison
+from nnxrl.interval_estimates import AGGREGATES as STATISTICS
+from nnxrl.interval_estimates import NAMES
+
+Comparison = Any  # nnxrl.comparison.Comparison (not imported: it imports this module)
 
 FORMATS = ("png", "svg", "pdf")
 

@@ -26,6 +26,8 @@ from collections.abc import Callable
 import numpy as np
 
 CONFIDENCE = 0.95
+AGGREGATES = ("median", "iqm", "mean", "optimality_gap")  # the order ``aggregates`` gives
+NAMES = {"median": "Median", "iqm": "IQM", "mean": "Mean", "optimality_gap": "Optimality gap"}
 
 
 def aggregates(x: np.ndarray, gamma: float = 1.0) -> np.ndarray:
