@@ -124,3 +124,17 @@ class _Lines:
 
     def flush(self):
         pass
+
+
+def test_a_sweeps_line_gives_the_best_and_the_median_setting():
+    console = ConsoleBackend(num_updates=1, print_every=1, stream=_Lines(), num_settings=4)
+    rows = [
+        {"update": 1, "env_steps": 8, "seed": 0, "setting": k, "hparams": {"ppo.gamma": g}}
+        | {"episode_return_window": value, "episode_count": 1}
+        for k, (g, value) in enumerate([(0.9, 10.0), (0.95, 30.0), (0.99, 20.0), (0.999, 50.0)])
+    ]
+    aggregates = [a for k in range(4) for a in aggregate([rows[k]])]
+    console.write(LogBatch(rows, aggregates, sps=None, elapsed=1.0))
+    line = console.stream.lines[-1]
+    assert "best return 50.00 (setting 3: ppo.gamma=0.999)" in line
+    assert "median 25.00 over 4 settings" in line  # the mean of the middle two: 20 and 30

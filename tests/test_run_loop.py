@@ -112,3 +112,23 @@ def test_a_schedules_changes_reach_the_chunks_after_them_and_its_records():
     assert ahead == [5, None, None]
     with pytest.raises(config_lib.ConfigError, match=r"hp_schedule\[0\].*multiple of the 5"):
         config_lib.from_dict({}, [*SMALL, "logging.updates_per_chunk=5", f"hp_schedule={entries}"])
+
+
+def test_a_stop_before_the_first_update_does_not_claim_a_checkpoint(tmp_path):
+    from nnxrl.cli import stopped_message
+    from nnxrl.errors import Stopped
+    from nnxrl.run.loop import Outcome
+    from nnxrl.run.training import raise_if_cut_short
+
+    stop = StopRequest()
+    stop.request()  # as a Ctrl-C during compilation does: the loop runs no chunk
+    with pytest.raises(Stopped) as stopped:
+        raise_if_cut_short(Outcome("stopped", 0, None, 0.0), stop, tmp_path)
+    assert not stopped.value.checkpointed
+    said = stopped_message(stopped.value, None)
+    assert said.startswith("stopped before the first update: nothing was trained or checkpointed")
+    later = stopped_message(Stopped(4, tmp_path), stop_after=3)
+    assert later.startswith(
+        f"stopped at update 4, checkpointed; continue with `nnxrl train --resume {tmp_path}`"
+    )
+    assert "--stop-after 3 stops at the end of the chunk that reaches it" in later

@@ -719,8 +719,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nnxrl: storage error: {e}", file=sys.stderr)
         return 4
     except Stopped as e:
-        hint = f"; continue with `nnxrl train --resume {e.out_dir}`" if e.out_dir else ""
-        print(f"nnxrl: stopped at update {e.update}, checkpointed{hint}", file=sys.stderr)
+        print(f"nnxrl: {stopped_message(e, getattr(args, 'stop_after', None))}", file=sys.stderr)
         return 130
     except KeyboardInterrupt:
         print("nnxrl: interrupted; metrics written so far are kept", file=sys.stderr)
@@ -730,6 +729,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{name if len(name) <= 120 else name[:60] + '...' + name[-40:]}: " if name else ""
         print(f"nnxrl: {where}{e.strerror or e}", file=sys.stderr)
         return 4 if e.errno in STORAGE_ERRNOS else 2
+
+
+def stopped_message(e: Any, stop_after: int | None) -> str:
+    """Where a stopped run stands: checkpointed (and how to continue), or stopped
+    before anything could be saved; and why a --stop-after stop came later."""
+    if e.checkpointed:
+        said = f"stopped at update {e.update}, checkpointed"
+        if e.out_dir:
+            said += f"; continue with `nnxrl train --resume {e.out_dir}`"
+    elif e.update == 0:
+        said = "stopped before the first update: nothing was trained or checkpointed; "
+        said += "run the same command again to start"
+    else:
+        said = f"stopped at update {e.update}; no checkpoint holds it (checkpoints are off)"
+    if stop_after is not None and e.update > stop_after:
+        said += (
+            f" (--stop-after {stop_after} stops at the end of the chunk that reaches it; "
+            "set logging.updates_per_chunk to stop sooner)"
+        )
+    return said
 
 
 # OS errors that mean the storage failed (exit 4) rather than a bad path (exit 2)

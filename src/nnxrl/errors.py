@@ -31,9 +31,11 @@ class StorageError(RuntimeError):
 
 
 class Stopped(KeyboardInterrupt):
-    """The run was stopped on request (signal or ``stop_after``) at ``update``, after
-    checkpointing it (exit 130); ``nnxrl train --resume`` continues it."""
+    """The run was stopped on request (signal or ``stop_after``) at ``update`` (exit
+    130); ``checkpointed``: a checkpoint of that update exists, so ``nnxrl train
+    --resume`` continues it (not so for a stop before the first update, or with
+    checkpoints off)."""
 
-    def __init__(self, update: int, out_dir: object = None) -> None:
+    def __init__(self, update: int, out_dir: object = None, checkpointed: bool = True) -> None:
         super().__init__(f"stopped at update {update}")
-        self.update, self.out_dir = update, out_dir
+        self.update, self.out_dir, self.checkpointed = update, out_dir, checkpointed

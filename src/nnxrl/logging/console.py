@@ -16,6 +16,7 @@ sweep it is the best setting's, named with its values, and the median setting's.
 
 from __future__ import annotations
 
+import statistics
 import sys
 from collections import deque
 from typing import TextIO
@@ -121,11 +122,12 @@ class ConsoleBackend:
         if not scored:
             return f"return: no episode has ended yet ({len(rows)} settings{note})"
         scored.sort(key=lambda a: a["episode_return_window/mean"])
-        best, median = scored[-1], scored[len(scored) // 2]
+        best = scored[-1]
+        median = statistics.median(a["episode_return_window/mean"] for a in scored)
         return (
             f"best return {best['episode_return_window/mean']:.2f} (setting "
             f"{best['setting']}: {describe_values(best['hparams'])}), median "
-            f"{median['episode_return_window/mean']:.2f} over {len(rows)} settings{note}"
+            f"{median:.2f} over {len(scored)} settings with a return{note}"
         )
 
     def close(self, status: str) -> None:

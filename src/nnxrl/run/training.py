@@ -229,7 +229,8 @@ def raise_if_cut_short(outcome: Outcome, stop: StopRequest, out_dir: Path | None
     if outcome.kind == "unrecorded":
         raise StorageError(outcome.message)
     if outcome.kind == "stopped" or stop.requested:
-        raise Stopped(outcome.update, out_dir)
+        saved = out_dir is not None and outcome.update in checkpoint.available(out_dir)
+        raise Stopped(outcome.update, out_dir, checkpointed=saved)
 
 
 def result_of(

@@ -114,7 +114,7 @@ def train_parts(
                 extra_backends=extra_backends,
             )
         except Stopped as e:  # resuming the sweep continues this group, then the rest
-            raise Stopped(e.update, out_dir) from None
+            raise Stopped(e.update, out_dir, e.checkpointed) from None
         results.append(result)
     return results
 
