@@ -273,3 +273,41 @@ def test_ctrl_c_keeps_every_completed_update_and_marks_the_mlflow_run_killed(tmp
 
 def test_logger_threads_are_joined(reference_run):
     assert not [t for t in threading.enumerate() if t.name.startswith("nnxrl-")]
+
+
+class HeldBackend:
+    """A tracker whose first write waits until released, so that chunks queue up."""
+
+    name = "held"
+
+    def __init__(self, merges: bool):
+        self.merges, self.release, self.writes = merges, threading.Event(), []
+        self.entered = threading.Event()
+
+    def open(self):
+        pass
+
+    def write(self, batch):
+        self.entered.set()
+        self.release.wait(10)
+        self.writes.append([r["update"] for r in batch.records])
+
+    def close(self, status):
+        pass
+
+
+@pytest.mark.parametrize("merges", [True, False])
+def test_a_backlog_reaches_a_merging_tracker_as_one_write_in_order(merges):
+    from nnxrl.logging.logger import _Worker
+    from nnxrl.logging.records import LogBatch
+
+    backend = HeldBackend(merges)
+    worker = _Worker(backend, rest=False, quiet=True)
+    for update in range(1, 7):
+        row = {"update": update, "env_steps": 8 * update, "seed": 0, "episode_count": 1}
+        worker.queue.put(LogBatch([row], aggregate([row]), sps=1.0, elapsed=float(update)))
+        assert backend.entered.wait(10)  # the first chunk is being written, the rest queue
+    backend.release.set()
+    worker.close("finished")
+    assert [u for w in backend.writes for u in w] == [1, 2, 3, 4, 5, 6]
+    assert backend.writes == ([[1], [2, 3, 4, 5, 6]] if merges else [[u] for u in range(1, 7)])

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from nnxrl.logging.records import LogBatch, Members, aggregate, chunk_to_records
+from nnxrl.logging.records import LogBatch, Members, aggregate, chunk_to_records, merged
 
 
 class Backend(Protocol):
@@ -98,20 +98,41 @@ class _Worker:
             if self.rest and not self.draining.is_set():
                 set_priority(threading.current_thread(), TRACKER_NICENESS)
         self._call("open")
-        while (batch := self.queue.get()) is not _STOP:
+        item = self.queue.get()
+        while item is not _STOP:
             started = time.perf_counter()
-            if isinstance(batch, Attachment):
+            if isinstance(item, Attachment):
                 if hasattr(self.backend, "attach"):
-                    self._call("attach", batch.path)
-            else:
-                self._call("write", batch)
-            self.queue.task_done()
+                    self._call("attach", item.path)
+                self.queue.task_done()
+                item = None
+            else:  # this chunk and, for a backend that takes them whole, those queued behind
+                batches, item = self._queued_batches(item)
+                self._call("write", merged(batches))
+                for _ in batches:
+                    self.queue.task_done()
             # While training runs, stay in the background: rest so that writing takes at
             # most DUTY_CYCLE of this thread's time; what is left is written at close.
             busy = time.perf_counter() - started
             if self.rest:
                 self.draining.wait(busy * (1.0 / DUTY_CYCLE - 1.0))
+            item = self.queue.get() if item is None else item
         self.queue.task_done()
+
+    def _queued_batches(self, first: LogBatch) -> tuple[list[LogBatch], Any]:
+        """``first`` and the chunks queued right behind it, if the backend writes many
+        chunks as one (``merges = True``: one transaction for a backlog, not one per
+        chunk); and the next item that is not a chunk (None if none was taken)."""
+        batches = [first]
+        while getattr(self.backend, "merges", False):
+            try:
+                item = self.queue.get_nowait()
+            except queue.Empty:
+                return batches, None
+            if not isinstance(item, LogBatch):
+                return batches, item
+            batches.append(item)
+        return batches, None
 
     def _call(self, method: str, *args: Any) -> None:
         if self.failed:

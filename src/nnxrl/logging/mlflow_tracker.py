@@ -137,6 +137,7 @@ HTTP_DEFAULTS = {
 
 class MlflowBackend:
     name = "mlflow"
+    merges = True  # a backlog of chunks is written in as few log_batch calls as it takes
 
     def __init__(
         self,

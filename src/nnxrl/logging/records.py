@@ -85,6 +85,19 @@ class LogBatch:
     elapsed: float  # seconds of training (compilation excluded) when the chunk finished
 
 
+def merged(batches: list[LogBatch]) -> LogBatch:
+    """Consecutive chunks as one: their records and aggregates in order, the last
+    chunk's throughput and time."""
+    if len(batches) == 1:
+        return batches[0]
+    return LogBatch(
+        records=[r for b in batches for r in b.records],
+        aggregates=[a for b in batches for a in b.aggregates],
+        sps=batches[-1].sps,
+        elapsed=batches[-1].elapsed,
+    )
+
+
 def chunk_to_records(
     metrics: Mapping[str, np.ndarray],
     first_update: int,

@@ -30,6 +30,7 @@ from nnxrl.logging.run_info import is_logged, logged_updates
 
 class TensorboardBackend:
     name = "tensorboard"
+    merges = True  # a backlog of chunks is one write and one flush
 
     def __init__(
         self,
