@@ -359,7 +359,7 @@ def test_resume_continues_the_same_mlflow_run_without_duplicates(tmp_path):
     assert checkpoint.latest(out) == 4
     run_training(config, out, quiet=True, resume=True)
     client = MlflowClient(tracking_uri=local_store_uri(out))
-    runs = client.search_runs(client.get_experiment_by_name("nnxrl").experiment_id)
+    runs = client.search_runs(client.get_experiment_by_name("nnxrl-CartPole-v1").experiment_id)
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
     history = client.get_metric_history(runs[0].info.run_id, "episode_count")
     steps = sorted(m.step for m in history)

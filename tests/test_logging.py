@@ -125,7 +125,7 @@ def test_mlflow_local_store_matches_jsonl(tmp_path):
     run_training(tiny("logging.backends=[mlflow]"), out, quiet=True)
     assert (tmp_path / "mlflow.db").is_file() and not (out / "mlflow.db").exists()
     client = MlflowClient(tracking_uri=local_store_uri(out))
-    experiment = client.get_experiment_by_name("nnxrl")
+    experiment = client.get_experiment_by_name("nnxrl-CartPole-v1")
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.status == "FINISHED"
@@ -176,7 +176,7 @@ def test_runs_in_one_folder_share_a_store_and_one_seed_logs_no_spread(tmp_path):
     cartpole = C.load("configs/ppo-cartpole.yaml", ["logging.backends=[mlflow]"])
     run_training(cartpole, second, quiet=True)
     client = MlflowClient(tracking_uri=local_store_uri(first))
-    runs = client.search_runs([client.get_experiment_by_name("nnxrl").experiment_id])
+    runs = client.search_runs([client.get_experiment_by_name("nnxrl-CartPole-v1").experiment_id])
     assert sorted(r.info.run_name for r in runs) == ["a", "b"]
     assert len({r.info.artifact_uri for r in runs}) == 2
     for run in runs:
@@ -265,7 +265,7 @@ def test_ctrl_c_keeps_every_completed_update_and_marks_the_mlflow_run_killed(tmp
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=local_store_uri(tmp_path / "run"))
-    (run,) = client.search_runs([client.get_experiment_by_name("nnxrl").experiment_id])
+    (run,) = client.search_runs([client.get_experiment_by_name("nnxrl-CartPole-v1").experiment_id])
     assert run.info.status == "KILLED"
     history = client.get_metric_history(run.info.run_id, "seed_0/loss/total")
     assert len(history) == len(updates)

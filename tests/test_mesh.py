@@ -272,7 +272,7 @@ def test_two_processes_train_one_run_and_one_process_resumes_it(tmp_path):
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'runs' / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name("nnxrl").experiment_id
+    experiment = client.get_experiment_by_name("nnxrl-CartPole-v1").experiment_id
     (mlflow_run,) = client.search_runs([experiment])
     steps = [m.step for m in client.get_metric_history(mlflow_run.info.run_id, "loss/total")]
     assert sorted(steps) == [128 * u for u in range(1, 9)]  # env steps per seed, once each

@@ -84,7 +84,9 @@ def test_the_ui_serves_its_page_and_both_runs(ui):
     base, runs = ui
     status, page = fetch(base + "/")
     assert status == 200 and "<title>MLflow</title>" in page
-    status, text = fetch(base + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=nnxrl")
+    status, text = fetch(
+        base + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=nnxrl-CartPole-v1"
+    )
     experiment = json.loads(text)["experiment"]
     tags = {t["key"]: t["value"] for t in experiment["tags"]}
     assert tags["mlflow.experimentKind"] == "custom_model_development"
@@ -120,7 +122,9 @@ def test_a_browser_draws_the_two_runs_compared(ui, tmp_path):
     base, runs = ui
     run_ids = [(runs / n / "mlflow_run_id").read_text().strip() for n in ("lr-2.5e-4", "lr-1e-3")]
     shot = tmp_path / "compare.png"
-    _, text = fetch(base + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=nnxrl")
+    _, text = fetch(
+        base + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=nnxrl-CartPole-v1"
+    )
     experiment_id = json.loads(text)["experiment"]["experiment_id"]
     url = compare_url(base, experiment_id, run_ids, "episode_return_window")
     subprocess.run(
@@ -134,6 +138,49 @@ def test_a_browser_draws_the_two_runs_compared(ui, tmp_path):
         assert image.size == (1300, 760)
         colors = image.convert("RGB").getcolors(maxcolors=1 << 20)
     assert len(colors) > 500  # a drawn page (text, chart lines), not a blank one
+
+
+def test_the_page_a_run_points_to_opens_on_its_runs_as_model_training(ui):
+    """MLflow 3's UI opens an experiment in its GenAI mode (an LLM-usage "Overview",
+    a "Detect Issues" pop-up) whatever its tag; the page nnxrl prints opens its runs."""
+    browser = next((b for b in map(shutil.which, BROWSERS) if b), None)
+    if browser is None:
+        pytest.skip("no headless Chromium installed (the HTTP checks above still ran)")
+    from nnxrl.logging.mlflow_tracker import ui_instructions, ui_url
+
+    base, runs = ui
+    said = ui_instructions(runs / "lr-1e-3")
+    _, text = fetch(
+        base + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=nnxrl-CartPole-v1"
+    )
+    experiment_id = json.loads(text)["experiment"]["experiment_id"]
+    assert said.endswith(f"then open {ui_url(experiment_id)}") and "sqlite:///" in said
+    port = int(base.rsplit(":", 1)[1])
+    page = rendered_text(browser, ui_url(experiment_id, port=port))
+    assert "Runs" in page and "lr-1e-3" in page and "lr-2.5e-4" in page, page[:600]
+    assert "2 matching runs" in page and "Detect Issues" not in page and "Overview" not in page
+
+
+def rendered_text(browser: str, url: str) -> str:
+    """The page's text once its scripts have run (styles and tags dropped)."""
+    import re
+
+    done = subprocess.run(
+        [
+            browser,
+            "--no-sandbox",
+            "--disable-gpu",
+            "--virtual-time-budget=20000",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    html = re.sub(r"<style.*?</style>", " ", done.stdout, flags=re.S)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
 
 def compare_url(base: str, experiment_id: str, run_ids: list[str], metric: str) -> str:

@@ -250,7 +250,7 @@ def assert_trackers_hold_each_members_values(run, by_member) -> None:
 
     client = MlflowClient(tracking_uri=local_store_uri(run))
     parent = (run / "mlflow_run_id").read_text().strip()
-    experiment = client.get_experiment_by_name("nnxrl")
+    experiment = client.get_experiment_by_name("nnxrl-CartPole-v1")
     children = client.search_runs(
         [experiment.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent}'"
     )

@@ -206,7 +206,7 @@ def test_sigterm_during_the_final_flush_lets_it_finish_and_exits_130(tmp_path):
     from nnxrl.logging.mlflow_tracker import local_store_uri
 
     client = MlflowClient(tracking_uri=local_store_uri(out))
-    (run,) = client.search_runs([client.get_experiment_by_name("nnxrl").experiment_id])
+    (run,) = client.search_runs([client.get_experiment_by_name("nnxrl-CartPole-v1").experiment_id])
     assert len(client.get_metric_history(run.info.run_id, "episode_count")) == 160
 
 
@@ -435,7 +435,7 @@ def test_a_store_left_half_made_by_a_kill_is_repaired_on_resume(tmp_path):
     from nnxrl.logging.mlflow_tracker import local_store_uri
 
     client = MlflowClient(tracking_uri=local_store_uri(out))
-    runs = client.search_runs([client.get_experiment_by_name("nnxrl").experiment_id])
+    runs = client.search_runs([client.get_experiment_by_name("nnxrl-CartPole-v1").experiment_id])
     finished = [r for r in runs if r.info.status == "FINISHED"]
     assert len(finished) == 1
     steps = [m.step for m in client.get_metric_history(finished[0].info.run_id, "loss/total")]
@@ -456,7 +456,7 @@ def test_a_broken_store_is_moved_aside_and_the_records_sent_again(tmp_path, caps
     from nnxrl.logging.mlflow_tracker import local_store_uri
 
     client = MlflowClient(tracking_uri=local_store_uri(out))
-    (run,) = client.search_runs([client.get_experiment_by_name("nnxrl").experiment_id])
+    (run,) = client.search_runs([client.get_experiment_by_name("nnxrl-CartPole-v1").experiment_id])
     steps = sorted(m.step for m in client.get_metric_history(run.info.run_id, "loss/total"))
     assert steps == [u * 128 for u in range(1, 161)] and run.info.status == "FINISHED"
 

@@ -114,7 +114,7 @@ def test_mlflow_has_a_child_run_per_setting_and_tensorboard_a_folder(sweep_run):
 
     client = MlflowClient(tracking_uri=local_store_uri(sweep_run))
     parent = (sweep_run / "mlflow_run_id").read_text().strip()
-    experiment = client.get_experiment_by_name("nnxrl")
+    experiment = client.get_experiment_by_name("nnxrl-CartPole-v1")
     children = client.search_runs(
         [experiment.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{parent}'"
     )

@@ -142,9 +142,13 @@ def print_outcome(config: config_lib.Config, out_dir: Any, result: Any) -> None:
     if config.is_sweep:
         best = sweep_report(out_dir).best.setting
         print(f"evaluate a setting's policy: nnxrl eval {out_dir} --setting {best}")
-        return
-    print_final_table(config, result)
-    print(f"evaluate the policy: nnxrl eval {out_dir}")
+    else:
+        print_final_table(config, result)
+        print(f"evaluate the policy: nnxrl eval {out_dir}")
+    if "mlflow" in config.logging.backends and config.logging.mlflow_tracking_uri is None:
+        from nnxrl.logging.mlflow_tracker import ui_instructions
+
+        print(ui_instructions(out_dir))
 
 
 def print_final_table(config: config_lib.Config, result) -> None:

@@ -108,7 +108,11 @@ class LoggingConfig:
         "MLflow tracking URI (None: a SQLite store shared by the runs beside this one, "
         "<out>/../mlflow.db, so that `mlflow ui` compares them).",
     )
-    mlflow_experiment: str = _field("nnxrl", "MLflow experiment name.")
+    mlflow_experiment: str = _field(
+        "",
+        "MLflow experiment name; empty: nnxrl-<env.id>, one experiment per env, so that "
+        "its runs chart the same metrics.",
+    )
     wandb_project: str = _field("nnxrl", "Weights & Biases project.")
     wandb_mode: Literal["offline", "online"] = _field(
         "offline", "Weights & Biases mode (offline needs no account; sync later)."

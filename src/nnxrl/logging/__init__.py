@@ -55,7 +55,7 @@ def _mlflow(config, out_dir: Path, mlflow_run_id: str | None, start_update: int)
         out_dir,
         config_lib.to_dict(config),
         config.logging.mlflow_tracking_uri,
-        config.logging.mlflow_experiment,
+        config.logging.mlflow_experiment or f"nnxrl-{config.env.id}",
         out_dir.name,
         run_id=mlflow_run_id,
         start_update=start_update,

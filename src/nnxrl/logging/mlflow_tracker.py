@@ -62,6 +62,28 @@ def local_store_uri(out_dir: str | Path) -> str:
     return local_store_uri_of(local_store_path(out_dir))
 
 
+def ui_url(experiment_id: str, port: int = 5000, host: str = "127.0.0.1") -> str:
+    """The MLflow UI's page of an experiment's runs. ``workflowType=machine_learning``
+    opens it as model training: MLflow 3's UI starts in its GenAI mode (traces, an
+    "Overview" of LLM usage) whatever the experiment's ``mlflow.experimentKind`` tag."""
+    return f"http://{host}:{port}/#/experiments/{experiment_id}?workflowType=machine_learning"
+
+
+def ui_instructions(out_dir: str | Path) -> str:
+    """How to see a run in the MLflow UI: the command and the page to open."""
+    store = local_store_path(out_dir)
+    command = f"uv run --extra ui mlflow ui --backend-store-uri {local_store_uri_of(store)}"
+    try:
+        import mlflow
+
+        run_id = (Path(out_dir) / "mlflow_run_id").read_text().strip()
+        client = mlflow.MlflowClient(tracking_uri=local_store_uri_of(store))
+        page = ui_url(client.get_run(run_id).info.experiment_id)
+    except Exception:  # no run logged (the tracker failed): the command alone
+        return f"see the runs in MLflow: {command}"
+    return f"see the runs in MLflow: {command}, then open {page}"
+
+
 def local_store_uri_of(path: Path) -> str:
     return f"sqlite:///{path.resolve().as_posix()}"
 
