@@ -90,3 +90,22 @@ def test_plot_of_a_trained_run(tmp_path):
     assert drawn["ylabels"] == ["return (last 100 episodes)"]
     ((steps, mean, low, high),) = drawn["curves"][0]
     assert len(steps) > 0 and np.all(low <= mean) and np.all(mean <= high)
+
+
+def test_labels_title_formats_and_the_few_seeds_caveat(tmp_path, capsys):
+    a = fake_run(tmp_path / "a", [[1, 2], [3, 4]], batch_size=100)
+    b = fake_run(tmp_path / "b", [[2, 3]] * 6, batch_size=100)
+    out = tmp_path / "paper.svg"
+    drawn = plot_runs([a, b], out=out, labels=["PPO, lr 3e-4", "PPO, lr 1e-3"], title="CartPole")
+    assert drawn["labels"] == ["PPO, lr 3e-4", "PPO, lr 1e-3"] and drawn["title"] == "CartPole"
+    assert "bands from 2 seeds" in drawn["caveat"]  # a has 2 seeds; b's 6 need no caveat
+    assert out.read_text().lstrip().startswith("<?xml")
+    six = plot_runs([b], out=tmp_path / "six.pdf")
+    assert six["caveat"] == "" and (tmp_path / "six.pdf").read_bytes()[:5] == b"%PDF-"
+    long = "a title far longer than the figure is wide, " * 4
+    plot_runs([a], out=tmp_path / "long.png", title=long)  # wrapped, not clipped
+    assert main(["plot", str(a), "--out", str(tmp_path / "p.jpg")]) == 2
+    assert "give a .png, .svg, .pdf file" in capsys.readouterr().err
+    assert not (tmp_path / "p.jpg").exists()
+    assert main(["plot", str(a), str(b), "--label", "only one", "--out", str(out)]) == 2
+    assert "--label: 1 given for 2 curves" in capsys.readouterr().err

@@ -19,6 +19,7 @@ from nnxrl.agent.policy import load_policy
 from nnxrl.cli import main
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import records_to_arrays
+from nnxrl.plots import plot_runs
 from nnxrl.run import checkpoint
 from nnxrl.run.algorithms import hyperparams_from as hyperparams_for
 from nnxrl.sweeps import population
@@ -378,3 +379,5 @@ def test_plot_draws_one_curve_per_setting(sweep_run, tmp_path):
     assert np.isnan(runs[3].metrics["loss/total"]).all()  # diverged from the first update
     out = tmp_path / "curves.png"
     assert main(["plot", str(sweep_run), "--out", str(out)]) == 0 and out.stat().st_size > 0
+    labels = plot_runs([sweep_run], out=out)["labels"]  # the legend names each setting's values
+    assert labels == [f"ppo.learning_rate={rate} (2 seeds)" for rate in [*RATES, DIVERGING]]

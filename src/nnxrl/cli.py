@@ -296,9 +296,10 @@ def _sweep_report(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from nnxrl.plots import DEFAULT_METRIC, plot_runs
+    from nnxrl.plots import DEFAULT_METRIC, check_format, plot_runs
     from nnxrl.run.run_dir import ensure_writable_file
 
+    check_format(args.out)  # before the file is touched
     ensure_writable_file(args.out, "--out")
     metrics = args.metric or [DEFAULT_METRIC]
     try:
@@ -309,8 +310,10 @@ def _plot(args: argparse.Namespace) -> int:
             smooth=args.smooth,
             statistic=args.statistic,
             interval=not args.no_interval,
+            labels=args.label,
+            title=args.title,
         )
-    except (FileNotFoundError, KeyError) as e:
+    except (FileNotFoundError, KeyError, ValueError) as e:
         print(f"nnxrl: {e.args[0]}", file=sys.stderr)
         return 2
     print(f"wrote {args.out}: {', '.join(metrics)} of {', '.join(drawn['labels'])}")
@@ -575,7 +578,17 @@ def add_plot(sub: Any) -> None:
     plot.add_argument(
         "--no-interval", action="store_true", help="leave out the bootstrap confidence band"
     )
-    plot.add_argument("--out", default="plot.png", help="output PNG (default plot.png)")
+    plot.add_argument(
+        "--label",
+        action="append",
+        metavar="TEXT",
+        help="the legend entry of each curve, in order (one per run; a sweep: per setting); "
+        "default: the run's name, a sweep setting's values",
+    )
+    plot.add_argument("--title", help="the figure's title (default: env, algorithm, seeds)")
+    plot.add_argument(
+        "--out", default="plot.png", help="output .png, .svg or .pdf (default plot.png)"
+    )
     plot.set_defaults(func=_plot)
 
 

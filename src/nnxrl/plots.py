@@ -9,6 +9,7 @@ chunking line up. Several metrics give stacked panels sharing the x axis.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,18 +54,31 @@ def plot_runs(
     smooth: int = 1,
     statistic: str = "mean",
     interval: bool = True,
+    labels: Sequence[str] | None = None,
+    title: str | None = None,
 ) -> dict:
     """Draw one panel per metric with one curve per run (``statistic`` across seeds,
     ``smooth``-update trailing mean per seed first, a 95 % bootstrap CI band when
-    ``interval`` and a run has > 1 seed); write ``out``. Returns what was drawn:
-    title, labels (one per run) and ylabels (one per panel)."""
+    ``interval`` and a run has > 1 seed); write ``out`` (PNG, SVG or PDF, by its
+    suffix). ``labels``: one legend entry per curve (default: the run's name, a sweep
+    setting's values); ``title``: the figure's (default: env, algorithm, seeds, what
+    line and band show). A band from fewer than MIN_SEEDS seeds is said to be so under
+    the title. Returns what was drawn: title, labels (one per run) and ylabels (one
+    per panel)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
+    check_format(out)
     runs = [run for d in run_dirs for run in load_runs(d)]
+    if labels is not None and len(labels) != len(runs):
+        names = ", ".join(r.name for r in runs)
+        raise ValueError(
+            f"--label: {len(labels)} given for {len(runs)} curves ({names}); give one per curve"
+        )
+    names = list(labels) if labels is not None else [run_label(r, runs) for r in runs]
     fig, axes = plt.subplots(
         len(metrics), 1, figsize=(7, 1 + 3.5 * len(metrics)), sharex=True, squeeze=False
     )
@@ -75,7 +89,7 @@ def plot_runs(
             values = smooth_trailing(metric_of(run, metric), smooth)
             center, low, high = across_seeds(values, statistic, interval)
             shown = np.isfinite(center)
-            (line,) = ax.plot(run.env_steps[shown], center[shown], label=run_label(run, runs))
+            (line,) = ax.plot(run.env_steps[shown], center[shown], label=names[runs.index(run)])
             curves[-1].append((run.env_steps[shown], center[shown], low[shown], high[shown]))
             if interval and run.num_seeds > 1:
                 ax.fill_between(
@@ -86,13 +100,43 @@ def plot_runs(
         ax.grid(alpha=0.3)
     axes[-1, 0].set_xlabel("env steps (per seed)")
     axes[0, 0].legend()
-    title = figure_title(runs, statistic, interval, smooth)
-    axes[0, 0].set_title(title, fontsize=10)
-    labels = [line.get_label() for line in axes[0, 0].get_lines()]
+    title = title or figure_title(runs, statistic, interval, smooth)
+    caveat = few_seeds_caveat(runs) if interval else ""
+    heading = "\n".join(textwrap.wrap(title, 80) + ([caveat] if caveat else []))
+    axes[0, 0].set_title(heading, fontsize=10)
+    drawn = [line.get_label() for line in axes[0, 0].get_lines()]
     fig.tight_layout()
-    fig.savefig(Path(out), dpi=120)
+    fig.savefig(Path(out), dpi=120, bbox_inches="tight")  # nothing clipped
     plt.close(fig)
-    return {"title": title, "labels": labels, "ylabels": ylabels, "curves": curves}
+    return {
+        "title": title,
+        "caveat": caveat,
+        "labels": drawn,
+        "ylabels": ylabels,
+        "curves": curves,
+    }
+
+
+FORMATS = (".png", ".svg", ".pdf")
+MIN_SEEDS = 5  # a bootstrap band from fewer seeds is noted as indicative
+
+
+def check_format(out: str | Path) -> None:
+    if Path(out).suffix.lower() not in FORMATS:
+        raise ValueError(
+            f"--out {out}: the figure's format comes from its suffix; give a "
+            f"{', '.join(FORMATS)} file"
+        )
+
+
+def few_seeds_caveat(runs: Sequence[Run]) -> str:
+    """What the band is worth when a run has fewer than MIN_SEEDS seeds (and more than
+    one: one seed has no band)."""
+    few = sorted({r.num_seeds for r in runs if 1 < r.num_seeds < MIN_SEEDS})
+    if not few:
+        return ""
+    counts = " or ".join(map(str, few))
+    return f"(bands from {counts} seeds: a bootstrap of fewer than {MIN_SEEDS} is indicative only)"
 
 
 def load_runs(run_dir: str | Path) -> list[Run]:
@@ -213,10 +257,12 @@ def row_statistic(rows: np.ndarray, statistic: str) -> np.ndarray:
 
 
 def run_label(run: Run, runs: Sequence[Run]) -> str:
-    """The run's name, plus what sets it apart when the runs differ."""
+    """The run's name (a sweep setting's: its values), plus what sets it apart when
+    the runs differ."""
     same = len({(r.env, r.algo) for r in runs}) == 1
     seeds = f"{run.num_seeds} seed{'s' if run.num_seeds != 1 else ''}"
-    return f"{run.name} ({seeds})" if same else f"{run.name} ({run.algo}, {run.env}, {seeds})"
+    name = ", ".join(f"{k}={v}" for k, v in run.hparams.items()) if run.hparams else run.name
+    return f"{name} ({seeds})" if same else f"{name} ({run.algo}, {run.env}, {seeds})"
 
 
 def axis_label(metric: str, runs: Sequence[Run]) -> str:
