@@ -271,7 +271,19 @@ def test_eval_render_and_export_on_cartpole(small_run, tmp_path, capsys):
     data = json.loads(report.read_text())
     assert [s["seed"] for s in data["seeds"]] == [0, 1]
     assert all(s["episodes"] == 4 and s["return_mean"] >= 1 for s in data["seeds"])
-    assert "| seed | episodes | return | length |" in capsys.readouterr().out
+    for s in data["seeds"]:  # every episode's return and length, as the means say
+        assert len(s["returns"]) == len(s["lengths"]) == 4
+        assert np.mean(s["returns"]) == pytest.approx(s["return_mean"])
+    over = data["across_seeds"]  # the unit of the interval is the seed
+    assert over["seeds"] == 2 and over["return_low"] <= over["return_mean"] <= over["return_high"]
+    means = [s["return_mean"] for s in data["seeds"]]
+    assert over["return_mean"] == pytest.approx(np.mean(means))
+    assert over["return_low"] >= min(means) and over["return_high"] <= max(means)
+    said = capsys.readouterr()
+    assert (
+        "| seed | episodes | return | length |" in said.out and "over 2 seeds: return" in said.out
+    )
+    assert "compiling and playing" in said.err and "eval: done in" in said.err  # no silent wait
     gif = tmp_path / "episode.gif"
     assert main(["render", str(small_run), "--seed", "1", "--out", str(gif)]) == 0
     frames = int(capsys.readouterr().out.split(": ")[1].split(" frames")[0])

@@ -147,6 +147,12 @@ def test_eval_render_and_export_act_greedily_on_a_pqn_run(pqn_run, tmp_path, cap
     args = ["eval", str(pqn_run), "--episodes", "3", "--epsilon", "1", "--json", str(explore)]
     assert main(args) == 0
     assert json.loads(explore.read_text())["actions"] == "epsilon-greedy (epsilon=1)"
+    assert json.loads(explore.read_text())["greedy"] is False
+    capsys.readouterr()
+    both = ["eval", str(pqn_run), "--episodes", "3", "--greedy", "--epsilon", "0.05"]
+    assert main([*both, "--json", str(explore)]) == 0  # an option that does nothing is named
+    assert "--epsilon 0.05 is ignored: --greedy acts greedily" in capsys.readouterr().err
+    assert json.loads(explore.read_text())["greedy"] is True
     gif = tmp_path / "episode.gif"
     assert main(["render", str(pqn_run), "--seed", "1", "--out", str(gif)]) == 0
     assert gif.stat().st_size > 0

@@ -95,6 +95,7 @@ def test_resume_refuses_another_return_window(tmp_path, capsys):
     assert main(args + sum((["--set", o] for o in overrides), [])) == 130
     said = capsys.readouterr().out.splitlines()
     assert said[-1] == f"training stopped; continue with `nnxrl train --resume {out}`"
+    assert said[1].startswith("nnxrl: compiling the programs")  # said before the wait
     resumed = ["train", "--resume", str(out), "--set", "logging.return_window=10"]
     assert main(resumed) == 2
     assert "logging.return_window: 100 -> 10" in capsys.readouterr().err

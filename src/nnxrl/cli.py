@@ -199,22 +199,44 @@ def _eval(args: argparse.Namespace) -> int:
     """``nnxrl eval``: ``nnxrl.agent.evaluate`` of a run's (or a saved) policy, as a table
     and as JSON."""
     import json
+    import time
     from pathlib import Path
 
     from nnxrl.agent.evaluate import MAX_ENVS_AT_ONCE, evaluate
+    from nnxrl.progress import waiting
     from nnxrl.run.run_dir import ensure_writable_file
 
     if args.json:
         ensure_writable_file(args.json, "--json")
+    if args.greedy and args.epsilon is not None:
+        print(
+            f"nnxrl: --epsilon {args.epsilon:g} is ignored: --greedy acts greedily "
+            "(epsilon 0); leave one of them out",
+            file=sys.stderr,
+        )
     policy = _load_policy(args.run, args.step, args.epsilon, args.setting)
+    started = time.perf_counter()
+    what = f"eval: {policy.env.id}, {args.episodes:,} episodes x {policy.num_seeds} seed(s): "
+    what += "compiling and playing"
 
     def progress(done: int) -> None:
-        print(f"eval: {done:,} of {args.episodes:,} episodes per seed", file=sys.stderr, flush=True)
+        print(
+            f"eval: {done:,} of {args.episodes:,} episodes per seed "
+            f"({time.perf_counter() - started:.0f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     many = args.episodes > MAX_ENVS_AT_ONCE
-    report = evaluate(
-        policy, args.episodes, greedy=args.greedy, key=args.key, progress=progress if many else None
-    )
+    with waiting(what):
+        report = evaluate(
+            policy,
+            args.episodes,
+            greedy=args.greedy,
+            key=args.key,
+            progress=progress if many else None,
+        )
+    print(f"eval: done in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
     print_evaluation(report)
     if args.json:
         Path(args.json).write_text(json.dumps(report.as_dict(), indent=1))
@@ -241,25 +263,34 @@ def print_evaluation(report: Any) -> None:
         for name, rate in (r.get("achievements") or {}).items():
             if rate > 0:
                 print(f"|   | {name} | {rate:.0%} | |")
+    over = report.across_seeds
+    if over.get("return_low") is not None:
+        print(
+            f"over {over['seeds']} seeds: return {over['return_mean']:.2f} "
+            f"[{over['return_low']:.2f}, {over['return_high']:.2f}] (the mean of the seeds' "
+            "means, 95 % bootstrap interval over seeds)"
+        )
 
 
 def _render(args: argparse.Namespace) -> int:
     import jax
 
     from nnxrl.agent.render import render_episode
+    from nnxrl.progress import waiting
     from nnxrl.run.run_dir import ensure_writable_file
 
     ensure_writable_file(args.out, "--out")
     policy = _load_policy(args.run, args.step, args.epsilon, args.setting)
-    info = render_episode(
-        policy,
-        args.seed,
-        args.out,
-        jax.random.key(args.key),
-        args.greedy,
-        scale=args.scale,
-        overlay=args.overlay,
-    )
+    with waiting(f"render: playing seed {args.seed}'s episode on {policy.env.id} and drawing it"):
+        info = render_episode(
+            policy,
+            args.seed,
+            args.out,
+            jax.random.key(args.key),
+            args.greedy,
+            scale=args.scale,
+            overlay=args.overlay,
+        )
     ended = "" if info["ended"] else " (stopped at the step limit)"
     print(f"wrote {args.out}: {info['frames']} frames, return {info['return']:.2f}{ended}")
     return 0

@@ -39,6 +39,8 @@ class Evaluation:
     greedy: bool
     setting: int | None  # the sweep setting the policy comes from
     seeds: list[dict[str, Any]]  # one row per seed (``summarize_episodes``)
+    # the seeds' mean returns: their mean and its 95 % bootstrap interval over seeds
+    across_seeds: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -56,15 +58,35 @@ def evaluate(
     (a ``load_policy`` or ``policy_from_checkpoint``), sampled or ``greedy``, from
     PRNG seed ``key``; ``progress`` gets the episodes done after each batch."""
     results = play_first_episodes(policy, episodes, greedy, jax.random.key(key), progress=progress)
+    seeds = summarize_episodes(results, achievement_names(policy))
+    actions = action_kind(policy, greedy)
     return Evaluation(
         env=policy.env.id,
         episodes=episodes,
         algo=policy.algo,
-        actions=action_kind(policy, greedy),
-        greedy=greedy,
+        actions=actions,
+        greedy=actions == "greedy",
         setting=policy.setting,
-        seeds=summarize_episodes(results, achievement_names(policy)),
+        seeds=seeds,
+        across_seeds=over_seeds(seeds),
     )
+
+
+def over_seeds(seeds: list[dict[str, Any]], reps: int = 2000) -> dict[str, Any]:
+    """The mean over seeds of each seed's mean return, and its 95 % percentile
+    bootstrap interval over the seeds (the unit a claim rests on: episodes of one
+    seed are not independent runs); no interval for one seed."""
+    from nnxrl import interval_estimates as ie
+
+    means = np.array([r["return_mean"] for r in seeds if r["return_mean"] is not None])
+    if means.size == 0:
+        return {"seeds": 0, "return_mean": None, "return_low": None, "return_high": None}
+    mean, low, high = float(means.mean()), None, None
+    if means.size > 1:
+        statistic = lambda x: x.mean(axis=(-2, -1))  # noqa: E731  ([..., N, 1] -> [...])
+        _, (lo, hi) = ie.interval(statistic, (means[:, None],), reps, np.random.default_rng(0))
+        low, high = float(lo), float(hi)
+    return {"seeds": int(means.size), "return_mean": mean, "return_low": low, "return_high": high}
 
 
 def action_kind(policy: Policy, greedy: bool) -> str:
@@ -209,6 +231,8 @@ def summarize_episodes(
             "return_std": float(results["return"][s][done].std()) if done.any() else None,
             "length_mean": float(results["length"][s][done].mean()) if done.any() else None,
             "length_std": float(results["length"][s][done].std()) if done.any() else None,
+            "returns": [float(x) for x in results["return"][s][done]],  # each episode's
+            "lengths": [int(x) for x in results["length"][s][done]],
         }
         if achievement_names and done.any():
             rates = results["achievements"][s][done].mean(axis=0)

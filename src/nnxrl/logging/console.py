@@ -61,12 +61,12 @@ class ConsoleBackend:
         self._chunks += 1
         status = self._status(batch)
         final = batch.aggregates[-1]["update"] == self.num_updates
+        loss = batch.aggregates[-1].get("loss/total/mean", float("nan"))
+        line = f"{status}  loss {loss:.4f}  ({_format_duration(batch.elapsed)} elapsed)"
         if self._chunks % self.print_every == 0 or final:
-            loss = batch.aggregates[-1].get("loss/total/mean", float("nan"))
-            line = f"{status}  loss {loss:.4f}  ({_format_duration(batch.elapsed)} elapsed)"
             print(("\r\033[K" if self.live else "") + line, file=self.stream, flush=True)
-        elif self.live:
-            print("\r\033[K" + status, end="", file=self.stream, flush=True)
+        elif self.live:  # the line redrawn in place, loss and time included
+            print("\r\033[K" + line, end="", file=self.stream, flush=True)
 
     def _status(self, batch: LogBatch) -> str:
         last = batch.aggregates[-1]

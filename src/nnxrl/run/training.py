@@ -10,6 +10,7 @@ record written, so a stop at any moment leaves a run that ``--resume`` continues
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from nnxrl.logging import Backend, make_logger, members_of
 from nnxrl.logging.records import records_to_arrays
 from nnxrl.parallel.devices import is_main_process, start_jax
 from nnxrl.parallel.mesh import host_copy
+from nnxrl.progress import waiting
 from nnxrl.run import checkpoint, run_dir, schedule
 from nnxrl.run import lock as run_lock
 from nnxrl.run.loop import Outcome, RunLoop
@@ -201,7 +203,9 @@ def compile_and_run(
     """Compile, run the loop from ``start`` and, if it finished, export the policy
     (and attach a video of it)."""
     t0 = time.perf_counter()
-    programs = compile_programs(config)
+    said = "compiling the programs (the next run of this config loads them from the cache)"
+    with nullcontext() if quiet else waiting(said, sys.stdout):
+        programs = compile_programs(config)
     compile_seconds = time.perf_counter() - t0
     if not quiet:
         print(f"compiled in {compile_seconds:.1f} s; {programs.layout.describe()}", flush=True)
