@@ -148,6 +148,24 @@ class LoggingConfig:
 
 
 @dataclass(frozen=True)
+class EvaluationConfig:
+    every_updates: int = _field(
+        0,
+        "Every this many updates, each seed's policy plays `episodes` fresh envs of its own "
+        "to the end of their first episode; records carry eval/return and eval/length "
+        "there (null elsewhere). 0: off. A multiple of the updates per chunk.",
+        low=0,
+    )
+    episodes: int = _field(16, "Episodes per seed at each evaluation.", low=1, high=4096)
+    greedy: bool = _field(
+        True, "Act greedily (the mode; Q-networks: epsilon 0); false: sample as in training."
+    )
+    max_steps: int = _field(
+        100_000, "An evaluation stops its episodes after this many steps.", low=1
+    )
+
+
+@dataclass(frozen=True)
 class CheckpointConfig:
     enabled: bool = _field(True, "Write checkpoints (and allow --resume).")
     every_updates: int | None = _field(
@@ -243,6 +261,9 @@ class Config:
     )
     intrinsic: IntrinsicConfig = _section(IntrinsicConfig, "Intrinsic-motivation add-on.")
     logging: LoggingConfig = _section(LoggingConfig, "Host-side hand-off and printing.")
+    evaluation: EvaluationConfig = _section(
+        EvaluationConfig, "Evaluating the policy during training, on envs of its own."
+    )
     checkpoint: CheckpointConfig = _section(CheckpointConfig, "Checkpoints and resume.")
     compile_cache: CompileCacheConfig = _section(
         CompileCacheConfig, "JAX's persistent compilation cache."
@@ -337,6 +358,13 @@ def _validate_schedule(config: Config) -> None:
             "choose a divisor"
         )
     every, per_chunk = config.checkpoint.every_updates, schedule.updates_per_chunk(config)
+    evaluate = config.evaluation.every_updates
+    if evaluate and (evaluate % per_chunk or evaluate > updates):
+        raise ConfigError(
+            f"evaluation.every_updates: {evaluate} is not a multiple of the {per_chunk} "
+            f"updates per chunk (logging.updates_per_chunk) at most the run's {updates}; "
+            "evaluations run between chunks, so choose such a multiple"
+        )
     if every is not None and every % per_chunk:
         raise ConfigError(
             f"checkpoint.every_updates: {every} is not a multiple of the "

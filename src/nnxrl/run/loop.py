@@ -31,7 +31,7 @@ from nnxrl import config as config_lib
 from nnxrl.errors import StorageError
 from nnxrl.logging import MetricLogger
 from nnxrl.parallel.devices import any_process, is_main_process
-from nnxrl.run import checkpoint, hp_schedule, run_dir, schedule
+from nnxrl.run import checkpoint, evaluation, hp_schedule, run_dir, schedule
 from nnxrl.run.stop import StopRequest
 from nnxrl.sweeps.pbt import next_step_cut
 
@@ -85,8 +85,8 @@ class RunLoop:
             count = min(count, change or count)  # and so does a scheduled change
             hp = self.programs.hyperparams_at(update + 1)
             state, metrics = self.programs.chunk(count)(state, hp)
-            pending.append((metrics, update + 1))
             previous, update = update, update + count
+            pending.append((metrics, previous + 1, self.evaluate(state, update)))
             if self.stop_after is not None and update >= self.stop_after:
                 self.stop.request()
             save_now = self.config.checkpoint.enabled and self.cadence.due(previous, update)
@@ -117,8 +117,9 @@ class RunLoop:
         """Hand finished chunks to the logger until ``keep`` are left in flight. Returns
         the last good update if a chunk holds a non-finite value, else None."""
         while len(pending) > keep:
-            metrics, first = pending.popleft()
+            metrics, first, evaluated = pending.popleft()
             metrics = self.with_scheduled_values(jax.device_get(metrics), first)
+            metrics = evaluation.with_evaluation(self.config, metrics, jax.device_get(evaluated))
             if self.config.is_sweep:  # a member that met a NaN/inf is frozen, the rest
                 self.logger.log_chunk(metrics, first)  # train on; its records say so
                 self.last = metrics
@@ -142,6 +143,14 @@ class RunLoop:
             )
             return first + j - 1
         return None
+
+    def evaluate(self, state: Any, update: int) -> Any:
+        """The evaluation after ``update``, dispatched (not waited for), if one is due
+        (``run/evaluation.py``); None otherwise."""
+        evaluate = getattr(self.programs, "evaluate", None)
+        if evaluate is None or not evaluation.due(self.config, update):
+            return None
+        return evaluate(state, update)
 
     def with_scheduled_values(self, metrics: dict, first: int) -> dict:
         """A scheduled run's records carry ``hp/<key>``: the value each update of the

@@ -28,6 +28,7 @@ from nnxrl.run import hp_schedule, schedule
 from nnxrl.run.algorithms import hyperparams_from, make_algorithm
 from nnxrl.run.chunk import SEED_AXIS, train_chunk
 from nnxrl.run.compile_cache import use_compile_cache
+from nnxrl.run.evaluation import make_evaluator
 from nnxrl.run.resources import check_fits
 from nnxrl.sweeps import population
 from nnxrl.sweeps.pbt import pbt_chunk
@@ -55,6 +56,7 @@ class Programs:
     layout: Layout  # the device mesh
     compile_chunk: Any  # updates -> a compiled chunk program of that many updates
     hyperparams_at: Any  # update -> the hp a chunk starting there trains with
+    evaluate: Any = None  # (state, update) -> evaluation means; None: no evaluation
 
     def chunk(self, num_updates: int) -> Any:
         """The program for a chunk of ``num_updates`` (compiled on first use: only a
@@ -111,7 +113,8 @@ def compile_programs(config: config_lib.Config) -> Programs:
         config, {"init": init_compiled, "a chunk": chunks[schedule.updates_per_chunk(config)]}
     )
     hyperparams_at = scheduled_hyperparams(config, hp, layout)
-    return Programs(init, chunks, hp, template, layout, compile_chunk, hyperparams_at)
+    evaluate = make_evaluator(config)  # compiled at its first use
+    return Programs(init, chunks, hp, template, layout, compile_chunk, hyperparams_at, evaluate)
 
 
 def chunk_program(
