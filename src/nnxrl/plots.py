@@ -13,6 +13,7 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -73,28 +74,13 @@ def plot_runs(
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     check_format(out)
     runs = [run for d in run_dirs for run in load_runs(d)]
-    if labels is not None and len(labels) != len(runs):
-        names = ", ".join(r.name for r in runs)
-        raise ValueError(
-            f"--label: {len(labels)} given for {len(runs)} curves ({names}); give one per curve"
-        )
-    names = list(labels) if labels is not None else [run_label(r, runs) for r in runs]
+    names = legend_names(runs, labels)
     fig, axes = plt.subplots(
         len(metrics), 1, figsize=(7, 1 + 3.5 * len(metrics)), sharex=True, squeeze=False
     )
     ylabels, curves = [], []
     for ax, metric in zip(axes[:, 0], metrics, strict=True):
-        curves.append([])
-        for run in runs:
-            values = smooth_trailing(metric_of(run, metric), smooth)
-            center, low, high = across_seeds(values, statistic, interval)
-            shown = np.isfinite(center)
-            (line,) = ax.plot(run.env_steps[shown], center[shown], label=names[runs.index(run)])
-            curves[-1].append((run.env_steps[shown], center[shown], low[shown], high[shown]))
-            if interval and run.num_seeds > 1:
-                ax.fill_between(
-                    run.env_steps[shown], low[shown], high[shown], color=line.get_color(), alpha=0.2
-                )
+        curves.append(draw_panel(ax, runs, names, metric, smooth, statistic, interval))
         ylabels.append(axis_label(metric, runs))
         ax.set_ylabel(ylabels[-1])
         ax.grid(alpha=0.3)
@@ -108,13 +94,44 @@ def plot_runs(
     fig.tight_layout()
     fig.savefig(Path(out), dpi=120, bbox_inches="tight")  # nothing clipped
     plt.close(fig)
-    return {
-        "title": title,
-        "caveat": caveat,
-        "labels": drawn,
-        "ylabels": ylabels,
-        "curves": curves,
-    }
+    return {"title": title, "caveat": caveat, "labels": drawn, "ylabels": ylabels, "curves": curves}
+
+
+def legend_names(runs: Sequence[Run], labels: Sequence[str] | None) -> list[str]:
+    """One legend entry per curve: ``labels`` (one each), else ``run_label``'s."""
+    if labels is None:
+        return [run_label(r, runs) for r in runs]
+    if len(labels) != len(runs):
+        names = ", ".join(r.name for r in runs)
+        raise ValueError(
+            f"--label: {len(labels)} given for {len(runs)} curves ({names}); give one per curve"
+        )
+    return list(labels)
+
+
+def draw_panel(
+    ax: Any,
+    runs: Sequence[Run],
+    names: list[str],
+    metric: str,
+    smooth: int,
+    statistic: str,
+    interval: bool,
+) -> list[tuple]:
+    """One metric's curves, a band each where a run has more than one seed; returns
+    (env steps, center, low, high) per run."""
+    curves = []
+    for run, name in zip(runs, names, strict=True):
+        values = smooth_trailing(metric_of(run, metric), smooth)
+        center, low, high = across_seeds(values, statistic, interval)
+        shown = np.isfinite(center)
+        (line,) = ax.plot(run.env_steps[shown], center[shown], label=name)
+        curves.append((run.env_steps[shown], center[shown], low[shown], high[shown]))
+        if interval and run.num_seeds > 1:
+            ax.fill_between(
+                run.env_steps[shown], low[shown], high[shown], color=line.get_color(), alpha=0.2
+            )
+    return curves
 
 
 FORMATS = (".png", ".svg", ".pdf")
