@@ -107,6 +107,12 @@ def test_slow_backend_changes_nothing_loses_nothing_and_does_not_stall(
     assert (tmp_path / "metrics.jsonl").read_text() == (reference_run / "metrics.jsonl").read_text()
     assert len(read_jsonl(tmp_path / "metrics_aggregate.jsonl")) == 16
     assert capsys.readouterr().err == ""  # quiet: not even the backlog is mentioned
+    timing = read_jsonl(tmp_path / "timing.jsonl")  # the wall clock, beside the records
+    assert [t["update"] for t in timing] == [2, 4, 6, 8, 10, 12, 14, 16]  # one per chunk
+    assert [t["env_steps"] for t in timing] == [128 * t["update"] for t in timing]
+    times = [t["time"] for t in timing]
+    assert times == sorted(times) and time.time() - 600 < times[0] <= times[-1] <= time.time()
+    assert all(t["elapsed"] >= 0 for t in timing)
 
 
 def test_a_backend_that_raises_is_reported_once_and_the_rest_complete(tmp_path, capsys):

@@ -1,7 +1,12 @@
 """JSON Lines backend, the record of truth (always on): ``metrics.jsonl`` holds one
 object per update per seed; ``metrics_aggregate.jsonl`` one per update with each
 metric's mean, std, min and max across seeds. Neither holds timings, so a repeated
-run writes the same bytes.
+(or resumed) run writes the same bytes; the wall-clock times go beside them, in
+``timing.jsonl``: one object per chunk with its last ``update``, ``env_steps``,
+``time`` (Unix seconds when its records were written), ``elapsed`` (seconds of
+training of this start, compilation excluded) and ``sps``. A resumed run appends
+its own (its updates follow the checkpoint it resumed from). Timings are not the
+record: one that cannot be written is left out.
 
 A failed write (disk full, I/O error) is undone (the file is cut back to its last
 whole line) and retried with back-off for up to ``retry_seconds``. If it still
@@ -22,6 +27,7 @@ from pathlib import Path
 from nnxrl.logging.records import LogBatch, Members
 
 RECORD_FILES = ("metrics.jsonl", "metrics_aggregate.jsonl")
+TIMING_FILE = "timing.jsonl"
 
 
 def read_records(path: Path) -> list[dict]:
@@ -112,7 +118,7 @@ class JsonlBackend:
     retry_seconds = 30.0  # how long a failed write is retried before the run is stopped
 
     def __init__(self, out_dir: str | Path, start_update: int = 0):
-        self.paths = {name: Path(out_dir) / name for name in RECORD_FILES}
+        self.paths = {name: Path(out_dir) / name for name in (*RECORD_FILES, TIMING_FILE)}
         self.files: dict[str, int] = {}  # name -> file descriptor
         self.error: OSError | None = None  # set when a write failed for good
         self.unwritten: list[LogBatch] = []  # batches not (fully) written since then
@@ -127,6 +133,7 @@ class JsonlBackend:
                 self._append("metrics.jsonl", [json.dumps(r) for r in batch.records])
                 self._append("metrics_aggregate.jsonl", [json.dumps(a) for a in batch.aggregates])
                 self.recorded_through = batch.aggregates[-1]["update"]
+                self._write_timing(batch)
                 return
             except OSError as e:
                 self.error = e
@@ -138,6 +145,15 @@ class JsonlBackend:
                     flush=True,
                 )
         self.unwritten.append(batch)
+
+    def _write_timing(self, batch: LogBatch) -> None:
+        last = batch.aggregates[-1]
+        line = {"update": last["update"], "env_steps": last["env_steps"], "time": time.time()}
+        line |= {"elapsed": batch.elapsed, "sps": batch.sps}
+        try:
+            self._append_once(TIMING_FILE, (json.dumps(line) + "\n").encode())
+        except OSError:
+            pass  # the records are what must be kept; a time that cannot be is left out
 
     def _append(self, name: str, lines: list[str]) -> None:
         """Append whole lines or nothing, retrying with back-off."""

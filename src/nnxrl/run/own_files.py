@@ -24,6 +24,7 @@ RUN_FILES = (
     "run.json",
     "metrics.jsonl",
     "metrics_aggregate.jsonl",
+    "timing.jsonl",
     "nonfinite.json",
     "mlflow_run_id",
     "mlflow_child_runs.json",
@@ -35,6 +36,9 @@ RUN_FILES = (
     "best.yaml",
     "sweep.json",
     "sweep.png",
+    "pbt.json",
+    "pbt_lineage.png",
+    "best_schedule.yaml",
     ".nnxrl.lock",
 )
 # What a saved policy directory holds (policy.py).
