@@ -81,7 +81,7 @@ def test_a_fresh_run_refuses_a_link_among_its_files(tmp_path, capsys, name):
     assert main(["train", CARTPOLE, "--out", str(run)] + sets(SHORT)) == 2
     assert f"{run / name} is a symbolic link" in capsys.readouterr().err
     assert kept.read_text() == "my notes\n"
-    assert sorted(p.name for p in run.iterdir()) == [".nnxrl.lock", name]
+    assert sorted(p.name for p in run.iterdir()) == [name]  # refused before the lock is taken
 
 
 def test_resume_refuses_a_metrics_file_linked_to_a_users_file(stopped, tmp_path, capsys):

@@ -26,7 +26,7 @@ from cli_runs import CARTPOLE, SHORT_CARTPOLE, sets
 from nnxrl import config as config_lib
 from nnxrl.cli import main
 from nnxrl.errors import Stopped, StorageError
-from nnxrl.logging.jsonl import JsonlBackend
+from nnxrl.logging.jsonl import TIMING_FILE, JsonlBackend
 from nnxrl.run import checkpoint
 from nnxrl.run.training import run_training
 
@@ -106,6 +106,8 @@ def fill_at_update(monkeypatch, disk: Path, update: int, free_on_retry: bool) ->
     attempts: list = []
 
     def append_once(self, name, data):
+        if name == TIMING_FILE:  # the wall clock is no record (a failed write is left out)
+            return original(self, name, data)
         if not filled and json.loads(data.split(b"\n", 1)[0])["update"] >= update:
             filled.append(fill(disk))
         elif filled and free_on_retry and not attempts:

@@ -103,6 +103,8 @@ def _train_target(args: argparse.Namespace) -> tuple[config_lib.Config, Any]:
     one (created), or the run ``--resume`` continues."""
     from pathlib import Path
 
+    from nnxrl.run import lock as run_lock
+    from nnxrl.run import own_files
     from nnxrl.run.run_dir import default_out_dir, ensure_writable_dir, refuse_a_run
     from nnxrl.run.training import prepare
 
@@ -125,7 +127,9 @@ def _train_target(args: argparse.Namespace) -> tuple[config_lib.Config, Any]:
         )
     config = prepare(config_lib.load(args.config, args.set or ()))  # before --out
     out_dir = ensure_writable_dir(args.out or default_out_dir(args.config), "--out")
-    refuse_a_run(out_dir)  # before the "training" line
+    own_files.refuse_links(out_dir)  # what training would refuse, before the "training" line
+    with run_lock.hold(out_dir):
+        refuse_a_run(out_dir)
     return config, out_dir
 
 
