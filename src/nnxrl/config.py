@@ -200,6 +200,12 @@ class CompileCacheConfig:
     min_compile_seconds: float = _field(
         0.1, "Cache only programs whose compilation took at least this long.", low=0
     )
+    save_programs: bool = _field(
+        True,
+        "Also keep a run's compiled init and chunk programs themselves in <dir>/programs, "
+        "keyed by the config, the code and the devices, so that a repeated config loads "
+        "them without tracing (about a second sooner; run/saved_programs.py).",
+    )
 
 
 @dataclass(frozen=True)

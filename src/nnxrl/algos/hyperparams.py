@@ -28,7 +28,19 @@ def hyperparams_type(settings: type) -> type:
         name = settings.__name__.removesuffix("Settings") + "Hyperparams"
         fields = [(f, Any) for f in traced_fields(settings) + STREAM_FIELDS]
         _TYPES[settings] = NamedTuple(name, fields)
+        globals()[name] = _TYPES[settings]  # found by name: a pickled treedef names it
     return _TYPES[settings]
+
+
+def __getattr__(name: str) -> type:
+    """``<Algo>Hyperparams`` by name, made on demand (a saved program's structure
+    names it before the run has made it)."""
+    from nnxrl.algos.registry import algorithm_settings
+
+    for settings in algorithm_settings().values():
+        if settings.__name__.removesuffix("Settings") + "Hyperparams" == name:
+            return hyperparams_type(settings)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def hyperparams(settings: Any, streams: RewardStreams | None = None) -> Any:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import jax
@@ -55,6 +57,22 @@ def use_compile_cache(settings: CompileCacheConfig) -> Path | None:
         compilation_cache.reset_cache()
     jax.config.update("jax_persistent_cache_min_compile_time_secs", settings.min_compile_seconds)
     return folder if enabled else None
+
+
+@contextmanager
+def persistent_cache_off() -> Iterator[None]:
+    """JAX's persistent cache neither read nor written inside (then as it was): a
+    program compiled here is fresh (``saved_programs.py`` needs that to save it)."""
+    if not jax.config.jax_enable_compilation_cache:
+        yield
+        return
+    jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", True)
+        compilation_cache.reset_cache()
 
 
 def _unwritable(folder: Path) -> str | None:

@@ -5,15 +5,16 @@ The env may ask for XLA options of its own (``EnvSpec.cpu_options``).
 
 These two are the only programs compiled before training starts: seed keys are
 derived inside ``init`` and hyperparameters are placed from NumPy, so no small eager
-op compiles first, and each program is traced once. Both go through JAX's persistent
-compilation cache (``compile_cache.py``), so a second run of a config starts at once."""
+op compiles first, and each program is traced once. Both are kept on disk
+(``saved_programs.py``), so a second run of a config loads them without tracing;
+JAX's persistent compilation cache (``compile_cache.py``) keeps the rest."""
 
 from __future__ import annotations
 
 import dataclasses
 import sys
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import cache, cached_property, partial
 from typing import Any
 
 import jax
@@ -30,6 +31,7 @@ from nnxrl.run.chunk import SEED_AXIS, train_chunk
 from nnxrl.run.compile_cache import use_compile_cache
 from nnxrl.run.evaluation import make_evaluator
 from nnxrl.run.resources import check_fits
+from nnxrl.run.saved_programs import saved_programs
 from nnxrl.sweeps import population
 from nnxrl.sweeps.pbt import pbt_chunk
 
@@ -70,51 +72,80 @@ def compile_programs(config: config_lib.Config) -> Programs:
     """Build env and algorithm; compile init and a chunk of updates for all seeds (of
     every setting, in a sweep: the population), on the mesh (``parallel/mesh.py``): members and
     each member's envs split over devices. ``init()`` gives the first RunState of every
-    member, networks included. JAX is started as the config says first, unless it has
-    started (``parallel/devices.py``)."""
+    member, networks included. A repeated config loads both programs instead, without
+    building or tracing anything (``saved_programs.py``). JAX is started as the config
+    says first, unless it has started (``parallel/devices.py``)."""
     start_jax(config.mesh, config.distributed)
-    use_compile_cache(config.compile_cache)
+    saved = saved_programs(config, use_compile_cache(config.compile_cache))
     check_one_program(config)
     layout = make_layout(config)
-    static = population.program_config(config)
-    algo = build_algorithm(static)
-    shardings: Any = layout.by_seed  # every leaf split along its seed axis only
-    if layout.env_shards > 1:  # and the env axes found by shaping the state twice
-        shardings = state_shardings(
-            layout,
-            jax.eval_shape(lambda: algo.init(jax.random.key(0))),
-            state_shape_at(static, 2 * config.env.num_envs),
-            config.env.num_envs,
-        )
     hp, hp_sharding, hp_axis = placed_hyperparams(config, layout)
     pbt = population.pbt_static(config)
-    if pbt is not None:  # the members' values travel in the state, split like it
-        shardings = with_member_hyperparams(shardings, hp, layout)
-    init, init_compiled, template, options = compile_init(
-        config, algo, layout, shardings, hp if pbt is not None else None
-    )
+    member_hp = hp if pbt is not None else None  # PBT: the members' values in the state
+    parts = Tracing(config, layout, member_hp)
+    init_args = init_arguments(config, layout, member_hp)
+    init_compiled = saved.compiled("init", lambda: compile_init(parts, init_args))
+    template = state_template(init_compiled)
     shardings = init_compiled.output_shardings  # one per leaf
 
     def compile_chunk(num_updates: int) -> Any:
-        return (
-            jax.jit(
-                chunk_program(config, algo.update, num_updates, hp_axis, pbt),
-                in_shardings=(shardings, hp_sharding),
-                # metrics whole on every device: small, and every process reads them
-                out_shardings=(shardings, layout.replicated),
-                donate_argnums=0,
+        def fresh() -> Any:
+            return (
+                jax.jit(
+                    chunk_program(config, parts.algo.update, num_updates, hp_axis, pbt),
+                    in_shardings=(shardings, hp_sharding),
+                    # metrics whole on every device: small, and every process reads them
+                    out_shardings=(shardings, layout.replicated),
+                    donate_argnums=0,
+                )
+                .lower(template, hp)
+                .compile(parts.options)
             )
-            .lower(template, hp)
-            .compile(options)
-        )
 
-    chunks = {schedule.updates_per_chunk(config): compile_chunk(schedule.updates_per_chunk(config))}
-    check_fits(
-        config, {"init": init_compiled, "a chunk": chunks[schedule.updates_per_chunk(config)]}
-    )
+        return saved.compiled(f"chunk-{num_updates}", fresh)
+
+    upc = schedule.updates_per_chunk(config)
+    chunks = {upc: compile_chunk(upc)}
+    check_fits(config, {"init": saved.need("init"), "a chunk": saved.need(f"chunk-{upc}")})
     hyperparams_at = scheduled_hyperparams(config, hp, layout)
     evaluate = make_evaluator(config)  # compiled at its first use
+    init = partial(init_compiled, *init_args)
     return Programs(init, chunks, hp, template, layout, compile_chunk, hyperparams_at, evaluate)
+
+
+class Tracing:
+    """What compiling a program needs, built on first use (a loaded program needs
+    none of it): the algorithm, the state's shardings and the XLA options."""
+
+    def __init__(self, config: config_lib.Config, layout: Layout, member_hp: Any) -> None:
+        self.config, self.layout, self.member_hp = config, layout, member_hp
+
+    @cached_property
+    def algo(self) -> BuiltAlgorithm:
+        return build_algorithm(population.program_config(self.config))
+
+    @cached_property
+    def shardings(self) -> Any:
+        """Every leaf split along its seed axis, and the env axes (found by shaping the
+        state twice) over the env shards."""
+        layout, config = self.layout, self.config
+        shardings: Any = layout.by_seed
+        if layout.env_shards > 1:
+            static = population.program_config(config)
+            shardings = state_shardings(
+                layout,
+                jax.eval_shape(lambda: self.algo.init(jax.random.key(0))),
+                state_shape_at(static, 2 * config.env.num_envs),
+                config.env.num_envs,
+            )
+        if self.member_hp is not None:  # the members' values travel in the state, split like it
+            shardings = with_member_hyperparams(shardings, self.member_hp, layout)
+        return shardings
+
+    @cached_property
+    def options(self) -> dict[str, Any]:
+        """The env's XLA options (``compiler_options``); {} once XLA refused them."""
+        return compiler_options(self.algo.env_spec)
 
 
 def chunk_program(
@@ -159,47 +190,47 @@ def scheduled_hyperparams(config: config_lib.Config, hp: Any, layout: Any) -> An
     return lambda update: placed(tuple(hp_schedule.values_at(config.hp_schedule, update).items()))
 
 
-def compile_init(
-    config: config_lib.Config,
-    algo: Any,
-    layout: Any,
-    shardings: Any,
-    member_hp: Any = None,
-) -> tuple[Any, Any, Any, dict]:
-    """The compiled init of every member (member m trains seed m % num_seeds: the same
-    key as that seed of a run of its own), each holding its ``member_hp`` [M] in its
-    state if given (PBT): (init(), the compiled program, the state's template with its
-    shardings, the XLA options every program is compiled with)."""
-    by_seed, replicated = layout.by_seed, layout.replicated
-    base_seed = jax.device_put(np.uint32(config.seed), replicated)
+def init_arguments(config: config_lib.Config, layout: Layout, member_hp: Any) -> tuple:
+    """init's arguments: the base seed, the seed index of every member (member m trains
+    seed m % num_seeds: the same key as that seed of a run of its own) and, with PBT,
+    each member's values [M] to hold in its state."""
+    base_seed = jax.device_put(np.uint32(config.seed), layout.replicated)
     seeds = np.arange(population.num_members(config), dtype=np.int32) % config.num_seeds
-    indices = jax.device_put(seeds, by_seed)
+    return base_seed, jax.device_put(seeds, layout.by_seed), member_hp
+
+
+def compile_init(parts: Tracing, args: tuple) -> Any:
+    """The compiled init of every member: (base seed, seed indices, member values) ->
+    the first RunState of each. XLA options it refuses are dropped, for every program."""
+    algo, by_seed, replicated = parts.algo, parts.layout.by_seed, parts.layout.replicated
 
     def init_seeds(base_seed: jax.Array, indices: jax.Array, member_hp: Any) -> Any:
         keys = jax.vmap(seed_key, in_axes=(None, 0))(base_seed, indices)
         states = jax.vmap(algo.init)(keys)
         return states if member_hp is None else states.replace(hyperparams=member_hp)
 
-    traced_init = jax.jit(
-        init_seeds, in_shardings=(replicated, by_seed, by_seed), out_shardings=shardings
-    ).trace(base_seed, indices, member_hp)
-    options = compiler_options(algo.env_spec)
+    lowered = jax.jit(
+        init_seeds, in_shardings=(replicated, by_seed, by_seed), out_shardings=parts.shardings
+    ).lower(*args)
     try:
-        init_compiled = traced_init.lower().compile(options)
+        return lowered.compile(parts.options)
     except Exception as e:  # an XLA release without the option: run without it
         print(
-            f"nnxrl: XLA options {options} not accepted ({e}); Craftax resets on CPU will be slow",
+            f"nnxrl: XLA options {parts.options} not accepted ({e}); Craftax resets on CPU "
+            "will be slow",
             file=sys.stderr,
         )
-        options = {}
-        init_compiled = traced_init.lower().compile(options)
-    template = jax.tree.map(
+        parts.options = {}
+        return lowered.compile({})
+
+
+def state_template(init_compiled: Any) -> Any:
+    """The RunState's shapes, dtypes and shardings (all members), from compiled init."""
+    return jax.tree.map(
         lambda x, sharding: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=sharding),
-        traced_init.out_info,
+        init_compiled.out_info,
         init_compiled.output_shardings,
     )
-    init = partial(init_compiled, base_seed, indices, member_hp)
-    return init, init_compiled, template, options
 
 
 def with_member_hyperparams(shardings: Any, hp: Any, layout: Any) -> Any:

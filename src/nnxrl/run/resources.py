@@ -22,10 +22,10 @@ from nnxrl import config as config_lib
 GIB = 2**30
 
 
-def check_fits(config: config_lib.Config, compiled: dict[str, Any]) -> None:
-    """A ConfigError when the largest of the ``compiled`` programs (name -> compiled)
-    needs more memory than the devices have (see the module docstring)."""
-    needs = {name: program_bytes(program) for name, program in compiled.items()}
+def check_fits(config: config_lib.Config, needs: dict[str, int | None]) -> None:
+    """A ConfigError when the largest of the programs (name -> ``program_bytes``, None
+    where the backend gives no analysis) needs more memory than the devices have (see
+    the module docstring)."""
     needs = {name: need for name, need in needs.items() if need is not None}
     if not needs:
         return  # this backend gives no analysis

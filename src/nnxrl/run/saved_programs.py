@@ -1,0 +1,251 @@
+"""A run's compiled programs kept on disk, so that a repeated config starts at once.
+
+JAX's persistent compilation cache (``compile_cache.py``) keys on the lowered
+program, so even a hit traces and lowers it first: seconds on CPU. This first level
+keeps the executables themselves (JAX's executable serialisation), under a key of
+everything the program could depend on, so that a hit traces nothing and only loads
+them:
+
+- the program's config: every section that shapes it, traced values (which enter
+  as arguments) left out, so another learning rate still hits;
+- the code: nnxrl's own source files, every loaded module outside the installed
+  packages (a user's registered env, network or algorithm), and the installed
+  distributions with their versions;
+- where it runs: Python and JAX versions, the backend, its devices and their kinds,
+  XLA's options (``XLA_FLAGS``) and the JAX flags that change lowering.
+
+An entry lives at ``<compile_cache.dir>/programs/<config digest>/<code digest>-<name>``.
+A missing entry compiles; one whose config was saved by other code (an edit, an
+upgrade) compiles again and says so in one line, replacing it; one that cannot be
+loaded (truncated, corrupt, for devices that are gone) says so, compiles and is
+rewritten. Nothing stale can run: a different key is a different file.
+
+A program is saved only from a fresh compilation: on CPU an executable loaded from
+JAX's cache loses its code when serialised again (measured with jax 0.10), so a
+miss here compiles with JAX's cache off. JAX's cache stays the level for every other
+program (evaluation, ``eval``, ``render``) and for these when saving is off
+(``compile_cache.save_programs``) or not possible. Like JAX's cache, these files are
+trusted code: loading one runs it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pickle
+import sys
+import sysconfig
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jax
+from jax.experimental import serialize_executable
+
+import nnxrl
+from nnxrl import config as config_lib
+from nnxrl.run.compile_cache import persistent_cache_off
+from nnxrl.run.resources import program_bytes
+
+FORMAT = 2  # bump when an entry's layout changes
+KEEP_OTHER_CODE = 2  # entries of a program saved by other code kept beside the newest
+HOST_SECTIONS = ("seed", "checkpoint", "compile_cache", "evaluation", "hp_schedule")
+PROGRAM_LOGGING = ("updates_per_chunk", "return_window")  # logging keys the program reads
+COMPILER_VARIABLES = ("XLA_FLAGS", "LIBTPU_INIT_ARGS", "NVIDIA_TF32_OVERRIDE")
+JAX_FLAGS = (
+    "jax_enable_x64",
+    "jax_default_matmul_precision",
+    "jax_default_prng_impl",
+    "jax_threefry_partitionable",
+    "jax_numpy_dtype_promotion",
+    "jax_numpy_rank_promotion",
+    "jax_use_shardy_partitioner",
+)
+
+
+@dataclass(frozen=True)
+class SavedPrograms:
+    """Where a config's programs are kept; ``folder`` None: not kept (compiled as usual)."""
+
+    folder: Path | None
+    code: str = ""  # the code digest: an entry's file name starts with it
+    # name -> the memory the program needs (resources.program_bytes), saved with it
+    needs: dict = field(default_factory=dict)
+
+    def need(self, name: str) -> int | None:
+        """The memory program ``name`` (compiled or loaded here) needs at its peak."""
+        return self.needs.get(name)
+
+    def compiled(self, name: str, compile_program: Callable[[], Any]) -> Any:
+        """The program ``name``: loaded when saved under this key, else compiled by
+        ``compile_program`` (with JAX's cache off, so that it can be saved) and saved."""
+        if self.folder is None:
+            program = compile_program()
+            self.needs[name] = program_bytes(program)
+            return program
+        path = self.folder / f"{self.code}-{name}"
+        if path.exists():
+            loaded, need, problem = load(path)
+            if loaded is not None:
+                self.needs[name] = need
+                return loaded
+            say(f"the saved {name} program {path} could not be loaded ({problem}); compiling it")
+        elif self.saved_by_other_code(name):
+            say(
+                f"the {name} program of this config was saved by other code (nnxrl's source, a "
+                "package, JAX or the devices changed); compiling it again"
+            )
+        with persistent_cache_off():
+            program = compile_program()
+        self.needs[name] = program_bytes(program)
+        self.save(path, name, program)
+        return program
+
+    def saved_by_other_code(self, name: str) -> bool:
+        """Whether this config's folder holds ``name`` under another code digest."""
+        return any(self.folder.glob(f"*-{name}"))
+
+    def save(self, path: Path, name: str, program: Any) -> None:
+        """Write ``program`` to ``path`` atomically, keeping the newest KEEP_OTHER_CODE
+        entries of ``name`` saved by other code (another checkout sharing the folder);
+        a failure is said in one line and loses nothing."""
+        try:
+            data = dump(program, self.needs[name])
+        except (ValueError, NotImplementedError, pickle.PicklingError, TypeError) as e:
+            say(f"the {name} program cannot be saved on this backend ({e}); JAX's cache keeps it")
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            part = path.with_name(f".{path.name}.{os.getpid()}.part")
+            part.write_bytes(data)
+            os.replace(part, path)
+            others = sorted(self.folder.glob(f"*-{name}"), key=lambda p: p.stat().st_mtime)
+            for old in [p for p in others if p != path][: -KEEP_OTHER_CODE or None]:
+                old.unlink(missing_ok=True)
+        except OSError as e:
+            say(f"the {name} program could not be saved in {self.folder} ({e.strerror or e})")
+
+
+def saved_programs(config: config_lib.Config, cache_dir: Path | None) -> SavedPrograms:
+    """Where ``config``'s programs are kept: under ``cache_dir`` (None: JAX's cache is
+    off or unusable, and so is this) unless ``compile_cache.save_programs`` is false or
+    the run spans processes (each holds only its own devices' part)."""
+    if cache_dir is None or not config.compile_cache.save_programs or jax.process_count() > 1:
+        return SavedPrograms(None)
+    folder = Path(cache_dir) / "programs" / digest(program_config(config))
+    return SavedPrograms(folder, digest(code_facts()))
+
+
+def program_config(config: config_lib.Config) -> dict:
+    """The config as the program sees it: host-only sections and keys dropped, traced
+    values (arguments of the program) blanked."""
+    data = config_lib.to_dict(config)
+    for key in HOST_SECTIONS:
+        data.pop(key, None)
+    data["logging"] = {k: data["logging"][k] for k in PROGRAM_LOGGING}
+    for dotted in config_lib.traced_keys(config):
+        section, key = dotted.split(".", 1)
+        if key in data.get(section, {}):
+            data[section][key] = None
+    return data
+
+
+def code_facts() -> dict:
+    """Everything besides the config that a compiled program depends on."""
+    devices = jax.devices()
+    return {
+        "format": FORMAT,
+        "python": sys.version,
+        "jax": jax.__version__,
+        "backend": [jax.default_backend(), devices[0].client.platform_version],
+        "devices": [[d.id, d.platform, d.device_kind] for d in devices],
+        "environment": {k: os.environ.get(k) for k in COMPILER_VARIABLES},
+        "flags": {f: str(getattr(jax.config, f, None)) for f in JAX_FLAGS},
+        "distributions": installed_distributions(),
+        "source": source_digest(),
+    }
+
+
+def source_digest() -> str:
+    """A digest of nnxrl's source files and of every loaded module outside Python's
+    and the installed packages' folders (a user's own code)."""
+    package = Path(nnxrl.__file__).resolve().parent
+    files = set(package.rglob("*.py"))
+    installed = installed_folders()
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and file.endswith(".py") and not file.startswith(installed):
+            path = Path(file).resolve()
+            if not str(path).startswith(installed):
+                files.add(path)
+    h = hashlib.sha256()
+    for path in sorted(files):
+        h.update(str(path).encode())
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            h.update(b"unreadable")
+    return h.hexdigest()
+
+
+@cache
+def installed_folders() -> tuple[str, ...]:
+    """Python's own and the installed packages' folders, as given and resolved."""
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    folders |= {os.path.realpath(f) for f in folders}
+    return tuple(os.path.join(f, "") for f in folders)
+
+
+@cache
+def installed_distributions() -> tuple[str, ...]:
+    """Every installed distribution with its version, from the package folders' names
+    (a listing, not an import: cheap)."""
+    names: set[str] = set()
+    for key in ("purelib", "platlib"):
+        folder = Path(sysconfig.get_paths()[key])
+        if folder.is_dir():
+            names.update(p.name for p in folder.iterdir() if p.name.endswith(".dist-info"))
+    return tuple(sorted(names))
+
+
+def digest(data: Any) -> str:
+    """A short stable digest of JSON-able ``data``."""
+    text = json.dumps(data, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def dump(program: Any, need: int | None) -> bytes:
+    """A compiled program as bytes: JAX's serialisation, its argument and result
+    structures, the devices it runs on (by id) and the memory it ``need``s."""
+    payload, in_tree, out_tree = serialize_executable.serialize(program)
+    devices = [d.id for d in program.runtime_executable().local_devices()]
+    with io.BytesIO() as file:
+        pickle.dump((FORMAT, payload, in_tree, out_tree, devices, need), file)
+        return file.getvalue()
+
+
+def load(path: Path) -> tuple[Any, int | None, str]:
+    """(the program saved at ``path``, the memory it needs, "") or (None, None, why it
+    cannot be loaded)."""
+    try:
+        version, payload, in_tree, out_tree, ids, need = pickle.loads(path.read_bytes())
+        if version != FORMAT:
+            return None, None, f"format {version}, not {FORMAT}"
+        by_id = {d.id: d for d in jax.devices()}
+        if not all(i in by_id for i in ids):
+            return None, None, f"it runs on devices {ids}, not all of which exist"
+        devices = [by_id[i] for i in ids]
+        program = serialize_executable.deserialize_and_load(
+            payload, in_tree, out_tree, execution_devices=devices
+        )
+    except Exception as e:  # a truncated or foreign file fails in many ways
+        return None, None, f"{type(e).__name__}: {e}"
+    return program, need, ""
+
+
+def say(message: str) -> None:
+    print(f"nnxrl: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,147 @@
+"""run/saved_programs.py: compiled programs kept on disk under a key of the config, the
+code and the devices. A hit loads without compiling and computes the same; a missing,
+stale or corrupt entry compiles again, says so in one line and never runs what is
+stale; JAX's persistent cache stays the second level."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from nnxrl import config as config_lib
+from nnxrl.run import saved_programs
+from nnxrl.run.saved_programs import SavedPrograms
+
+ROOT = Path(__file__).resolve().parent.parent
+CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
+X = jnp.arange(8.0)
+
+
+def store(tmp_path: Path) -> SavedPrograms:
+    """Where a config's programs would be kept, keyed by the code as it is now."""
+    return SavedPrograms(tmp_path / "programs", saved_programs.digest(saved_programs.code_facts()))
+
+
+def never() -> None:
+    raise AssertionError("compiled although the program was saved")
+
+
+def test_a_saved_program_is_loaded_without_compiling_and_computes_the_same(tmp_path):
+    fresh = store(tmp_path).compiled(
+        "f", lambda: jax.jit(lambda x: jnp.sin(x) * 3).lower(X).compile()
+    )
+    loaded = store(tmp_path).compiled("f", never)
+    np.testing.assert_array_equal(np.asarray(loaded(X)), np.asarray(fresh(X)))
+    assert store(tmp_path).need("f") is None and loaded is not fresh
+
+
+def test_a_corrupt_entry_is_said_compiled_again_and_rewritten(tmp_path, capsys):
+    program = jax.jit(lambda x: x * 2 + 1).lower(X).compile()
+    store(tmp_path).compiled("f", lambda: program)
+    (entry,) = (tmp_path / "programs").glob("*-f")
+    entry.write_bytes(entry.read_bytes()[:1000])  # truncated, as by a full disk
+    again = store(tmp_path).compiled("f", lambda: jax.jit(lambda x: x * 2 + 1).lower(X).compile())
+    err = capsys.readouterr().err
+    assert f"the saved f program {entry} could not be loaded" in err and "compiling it" in err
+    np.testing.assert_array_equal(np.asarray(again(X)), np.asarray(X * 2 + 1))
+    np.testing.assert_array_equal(np.asarray(store(tmp_path).compiled("f", never)(X)), X * 2 + 1)
+
+
+def test_another_jax_version_or_device_set_is_another_key(tmp_path, monkeypatch, capsys):
+    store(tmp_path).compiled("f", lambda: jax.jit(lambda x: x + 1).lower(X).compile())
+    facts = saved_programs.code_facts()
+    for change in ({"jax": "0.0.1"}, {"devices": facts["devices"][:1] + [[9, "cpu", "x"]]}):
+        monkeypatch.setattr(saved_programs, "code_facts", lambda change=change: {**facts, **change})
+        program = store(tmp_path).compiled("f", lambda: jax.jit(lambda x: x + 2).lower(X).compile())
+        assert "saved by other code" in capsys.readouterr().err
+        np.testing.assert_array_equal(np.asarray(program(X)), np.asarray(X + 2))
+
+
+def test_an_edited_user_module_is_a_recompile_never_the_stale_program(tmp_path, monkeypatch):
+    """A registered component lives in the user's own module: its source is in the key."""
+    module = tmp_path / "user_scale.py"
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module.write_text("SCALE = 3.0\n")
+    import user_scale
+
+    def compile_scaled():
+        return jax.jit(lambda x: x * user_scale.SCALE).lower(X).compile()
+
+    assert float(store(tmp_path).compiled("f", compile_scaled)(X)[1]) == 3.0
+    assert float(store(tmp_path).compiled("f", never)(X)[1]) == 3.0
+    module.write_text("SCALE = 5.0\n")
+    importlib.reload(user_scale)
+    assert float(store(tmp_path).compiled("f", compile_scaled)(X)[1]) == 5.0
+
+
+def test_the_key_ignores_traced_values_and_host_settings_but_not_shapes():
+    def key(*overrides):
+        config = config_lib.load(CARTPOLE, list(overrides))
+        return saved_programs.digest(saved_programs.program_config(config))
+
+    base = key()
+    assert key("ppo.learning_rate=1e-3", "seed=7", "logging.backends=[]") == base
+    assert key("checkpoint.keep=9", "evaluation.every_updates=0") == base
+    assert key("env.num_envs=8") != base and key("num_seeds=2") != base
+    assert key("logging.updates_per_chunk=8") != base
+
+
+def test_off_where_jaxs_cache_is_off_or_asked(tmp_path):
+    config = config_lib.load(CARTPOLE, ["compile_cache.save_programs=false"])
+    assert saved_programs.saved_programs(config, tmp_path).folder is None
+    assert saved_programs.saved_programs(config_lib.load(CARTPOLE), None).folder is None
+
+
+TINY = ["total_env_steps=2048", "ppo.num_steps=16", "network.width=16", "logging.backends=[]"]
+
+
+def train(out: Path, overrides: list[str]) -> str:
+    """``nnxrl train`` in a fresh process with JAX's compile log on; its stderr."""
+    sets = sum((["--set", s] for s in TINY + overrides), [])
+    cmd = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out), *sets]
+    env = {**os.environ, "JAX_LOG_COMPILES": "1", "JAX_EXPLAIN_CACHE_MISSES": "1"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stderr
+
+
+def traced(log: str) -> list[str]:
+    """The run's own programs JAX traced (init and the chunk)."""
+    return [
+        name for name in ("init_seeds", "train_chunk") if f"Finished tracing {name} for jit" in log
+    ]
+
+
+@pytest.mark.parametrize("level", ["saved programs", "jax's cache"])
+def test_a_repeated_run_starts_from_the_cache_and_trains_identically(tmp_path, level):
+    """First level: the executables themselves, nothing traced. Second (saving off):
+    JAX's persistent cache, traced but not compiled."""
+    cache = [f"compile_cache.dir={tmp_path / 'cache'}"]
+    if level == "jax's cache":
+        cache.append("compile_cache.save_programs=false")
+    cold = train(tmp_path / "cold", cache)
+    warm = train(tmp_path / "warm", cache)
+    assert traced(cold) == ["init_seeds", "train_chunk"]
+    if level == "saved programs":
+        entries = sorted(
+            p.name.split("-", 1)[1] for p in (tmp_path / "cache/programs").rglob("*-*")
+        )
+        assert entries == ["chunk-1", "init"], entries
+        assert traced(warm) == []
+    else:
+        assert not (tmp_path / "cache/programs").exists()
+        assert traced(warm) == ["init_seeds", "train_chunk"]
+        for name in ("jit_init_seeds", "jit_train_chunk"):
+            assert f"Persistent compilation cache hit for '{name}'" in warm
+    metrics = [(tmp_path / run / "metrics.jsonl").read_bytes() for run in ("cold", "warm")]
+    assert metrics[0] == metrics[1]
+    assert json.loads(metrics[1].splitlines()[-1])["update"] == 32
