@@ -48,7 +48,8 @@ def train_chunk(
         if axis_name is not None:  # every seed stops together
             everywhere = jax.lax.pmin(finite.astype(jnp.int32), axis_name) > 0
         keep = jnp.logical_and(everywhere, jnp.logical_not(halted))
-        state = jax.tree.map(lambda new, old: jnp.where(keep, new, old), new_state, state)
+        # one branch over the whole state, not a select per leaf: less to compile
+        state = jax.lax.cond(keep, lambda: new_state, lambda: state)
         metrics = {**metrics, "nonfinite": jnp.logical_not(finite).astype(jnp.float32)}
         return (state, jnp.logical_or(halted, jnp.logical_not(everywhere))), metrics
 
