@@ -9,7 +9,9 @@ each repetition (A B, then B A, ...) so that drift in the machine's speed hits b
 alike, and the table shows medians. rejax runs in an isolated environment of its
 own (``uv run --isolated --with rejax==0.1.3 --with gymnax==0.0.9``: rejax 0.1.3
 needs gymnax 0.0.9), so neither library's pins touch the other's. A last nnxrl row
-runs with the cache on, twice, and reports the second (warm) start.
+runs with the cache on, twice, and reports the second (warm) start: its programs
+loaded from the saved executables, nothing traced. Every row gives the worker's peak
+host memory (max RSS).
 
 Matched settings (nnxrl's configs/ppo-cartpole.yaml): 4 envs x 128 steps, 4 epochs x
 4 minibatches, Adam at 2.5e-4, gamma 0.99, GAE lambda 0.95, clip 0.2 (value clip
@@ -59,8 +61,8 @@ def main() -> None:
         result = run_nnxrl(seeds, args.cache_dir) if args.worker == "nnxrl" else run_rejax(seeds)
         print("RESULT " + json.dumps(result), flush=True)
         return
-    print("| run | library | compile s | env steps/s | final return |", flush=True)
-    print("|---|---|---:|---:|---:|", flush=True)
+    print("| run | library | compile s | env steps/s | final return | peak RSS MiB |", flush=True)
+    print("|---|---|---:|---:|---:|---:|", flush=True)
     summary = []
     for seeds in args.seeds or (1, 8):
         runs: dict[str, list[dict]] = {"nnxrl": [], "rejax": []}
@@ -79,7 +81,11 @@ def main() -> None:
     print("| run | nnxrl | rejax | nnxrl / rejax |")
     print("|---|---:|---:|---:|")
     for seeds, runs, warm in summary:
-        for key, label in (("sps", "env steps/s"), ("compile_s", "compile s, cold")):
+        for key, label in (
+            ("sps", "env steps/s"),
+            ("compile_s", "compile s, cold"),
+            ("rss_mib", "peak host memory, MiB"),
+        ):
             ours = statistics.median(r[key] for r in runs["nnxrl"])
             theirs = statistics.median(r[key] for r in runs["rejax"])
             print(
@@ -97,7 +103,8 @@ def main() -> None:
 
 def row(run: str, library: str, r: dict) -> str:
     return (
-        f"| {run} | {library} | {r['compile_s']:.2f} | {r['sps']:,.0f} | {r['final_return']:.1f} |"
+        f"| {run} | {library} | {r['compile_s']:.2f} | {r['sps']:,.0f} | {r['final_return']:.1f} "
+        f"| {r['rss_mib']:,.0f} |"
     )
 
 
@@ -125,6 +132,13 @@ def measure(library: str, seeds: int, cache_dir: str | None = None) -> dict:
     return json.loads(lines[-1][len("RESULT ") :])
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def run_nnxrl(seeds: int, cache_dir: str | None) -> dict:
     from nnxrl.parallel.devices import use_cpu_devices
 
@@ -147,6 +161,7 @@ def run_nnxrl(seeds: int, cache_dir: str | None) -> dict:
         "compile_s": result.compile_seconds,
         "sps": result.env_steps_per_second,
         "final_return": float(np.mean(episodes["return"])),
+        "rss_mib": peak_rss_mib(),
     }
 
 
@@ -197,6 +212,7 @@ def run_rejax(seeds: int) -> dict:
         "compile_s": compile_s,
         "sps": env_steps / seconds,
         "final_return": float(jnp.mean(returns)),
+        "rss_mib": peak_rss_mib(),
     }
 
 
