@@ -39,17 +39,17 @@ ROWS = {
     "Craftax-Classic-Symbolic PPO, 1024 envs": (
         "ppo-craftax-classic-symbolic",
         ["env.num_envs=1024", "total_env_steps=100000000"],
-        ["env.num_envs=8", "ppo.num_steps=8"],
+        ["env.num_envs=16", "ppo.num_steps=8"],
     ),
     "Craftax-Symbolic PPO-RNN (GRU), 1024 envs": (
         "ppo-rnn-craftax-symbolic",
         ["env.num_envs=1024", "total_env_steps=100000000"],
-        ["env.num_envs=8", "ppo.num_steps=8"],
+        ["env.num_envs=16", "ppo.num_steps=8"],
     ),
     "Craftax-Classic-Pixels PPO, 256 envs": (
         "ppo-craftax-classic-symbolic",
         ["env.id=Craftax-Classic-Pixels-v1", "env.num_envs=256", "total_env_steps=20000000"],
-        ["env.id=Craftax-Classic-Pixels-v1", "env.num_envs=4", "ppo.num_steps=8"],
+        ["env.id=Craftax-Classic-Pixels-v1", "env.num_envs=16", "ppo.num_steps=8"],
     ),
     "Breakout-MinAtar PPO, conv torso, 128 envs": (
         "ppo-cartpole",
@@ -59,7 +59,7 @@ ROWS = {
     "Craftax-Classic-Symbolic PQN-RNN (GRU), 1024 envs": (
         "pqn-rnn-craftax-classic-symbolic",
         ["env.num_envs=1024", "total_env_steps=100000000"],
-        ["env.num_envs=8", "pqn.num_steps=8"],
+        ["env.num_envs=16", "pqn.num_steps=8"],
     ),
 }
 MESH_ROW = (

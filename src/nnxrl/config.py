@@ -189,8 +189,9 @@ class CheckpointConfig:
 class CompileCacheConfig:
     enabled: bool = _field(
         True,
-        "Keep compiled programs in JAX's persistent compilation cache, so that a second "
-        "run of the same config starts without compiling.",
+        "Keep compiled programs on disk (a run's own as saved programs, the rest in JAX's "
+        "persistent compilation cache), so that a second run of a config starts without "
+        "compiling.",
     )
     dir: str | None = _field(
         None,
@@ -272,7 +273,8 @@ class Config:
     )
     checkpoint: CheckpointConfig = _section(CheckpointConfig, "Checkpoints and resume.")
     compile_cache: CompileCacheConfig = _section(
-        CompileCacheConfig, "JAX's persistent compilation cache."
+        CompileCacheConfig,
+        "Compiled programs on disk: a run's saved executables, JAX's persistent cache.",
     )
     mesh: MeshConfig = _section(MeshConfig, "Devices: seeds and envs split over a mesh.")
     distributed: DistributedConfig = _section(
