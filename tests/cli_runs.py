@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from nnxrl.cli import main
@@ -23,6 +26,21 @@ SHORT_CARTPOLE = [
 def sets(overrides: list[str]) -> list[str]:
     """``--set`` before each override."""
     return sum((["--set", o] for o in overrides), [])
+
+
+# CartPole at 2048 env steps: 32 updates of 4 envs x 16 steps, one per chunk
+TINY_CARTPOLE = ["total_env_steps=2048", "ppo.num_steps=16", "network.width=16"]
+
+
+def train_logged(out: Path, overrides: list[str]) -> str:
+    """``nnxrl train`` of tiny CartPole in a fresh process with JAX's compile log on
+    (no trackers); its stderr."""
+    args = sets(TINY_CARTPOLE + ["logging.backends=[]"] + overrides)
+    cmd = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out), *args]
+    env = {**os.environ, "JAX_LOG_COMPILES": "1", "JAX_EXPLAIN_CACHE_MISSES": "1"}
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stderr
 
 
 # Craftax at a size that compiles and runs in seconds: 2 updates of 8 envs x 8 steps.

@@ -3,36 +3,26 @@ unwritable folder is skipped (its two levels: test_saved_programs.py)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from cli_runs import train_logged
 
 from nnxrl import config as config_lib
 from nnxrl.run.compile_cache import default_cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
-TINY = ["total_env_steps=2048", "ppo.num_steps=16", "network.width=16", "logging.backends=[]"]
-
-
-def train(out: Path, overrides: list[str]) -> str:
-    """``nnxrl train`` in a fresh process with JAX's compile log on; its stderr."""
-    sets = sum((["--set", s] for s in TINY + overrides), [])
-    cmd = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out), *sets]
-    env = {**os.environ, "JAX_LOG_COMPILES": "1", "JAX_EXPLAIN_CACHE_MISSES": "1"}
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stderr
 
 
 def test_switched_off_it_writes_nothing_and_an_unwritable_folder_is_skipped(tmp_path):
     cache = tmp_path / "cache"
-    log = train(tmp_path / "off", [f"compile_cache.dir={cache}", "compile_cache.enabled=false"])
+    log = train_logged(
+        tmp_path / "off", [f"compile_cache.dir={cache}", "compile_cache.enabled=false"]
+    )
     assert not cache.exists() and "cache hit" not in log
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    log = train(tmp_path / "blocked", [f"compile_cache.dir={blocker / 'cache'}"])
+    log = train_logged(tmp_path / "blocked", [f"compile_cache.dir={blocker / 'cache'}"])
     assert f"compile cache {blocker / 'cache'} cannot be used" in log
     assert "compile_cache.enabled=false" in log  # says what to do
     assert (tmp_path / "blocked" / "metrics.jsonl").exists()

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from cli_runs import train_logged
 
 from nnxrl import config as config_lib
 from nnxrl.run import saved_programs
@@ -101,19 +99,6 @@ def test_off_where_jaxs_cache_is_off_or_asked(tmp_path):
     assert saved_programs.saved_programs(config_lib.load(CARTPOLE), None).folder is None
 
 
-TINY = ["total_env_steps=2048", "ppo.num_steps=16", "network.width=16", "logging.backends=[]"]
-
-
-def train(out: Path, overrides: list[str]) -> str:
-    """``nnxrl train`` in a fresh process with JAX's compile log on; its stderr."""
-    sets = sum((["--set", s] for s in TINY + overrides), [])
-    cmd = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out), *sets]
-    env = {**os.environ, "JAX_LOG_COMPILES": "1", "JAX_EXPLAIN_CACHE_MISSES": "1"}
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stderr
-
-
 def traced(log: str) -> list[str]:
     """The run's own programs JAX traced (init and the chunk)."""
     return [
@@ -128,8 +113,8 @@ def test_a_repeated_run_starts_from_the_cache_and_trains_identically(tmp_path, l
     cache = [f"compile_cache.dir={tmp_path / 'cache'}"]
     if level == "jax's cache":
         cache.append("compile_cache.save_programs=false")
-    cold = train(tmp_path / "cold", cache)
-    warm = train(tmp_path / "warm", cache)
+    cold = train_logged(tmp_path / "cold", cache)
+    warm = train_logged(tmp_path / "warm", cache)
     assert traced(cold) == ["init_seeds", "train_chunk"]
     if level == "saved programs":
         entries = sorted(
