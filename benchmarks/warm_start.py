@@ -1,6 +1,6 @@
 """Where a run's start goes, on a cold and a repeated config, in fresh processes.
 
-    uv run python benchmarks/warm_start.py [--repeats 3]
+    uv run python benchmarks/warm_start.py [--repeats 3] [--part 1|2]
 
 Part 1, the start: seconds from calling ``nnxrl.train`` (imports done, config loaded)
 to the first update's metrics (timing.jsonl's first line), for a tiny CartPole PPO
@@ -9,7 +9,10 @@ run written to a run directory, with the compile cache's three states:
 - saved programs (``compile_cache.save_programs``, the default): the executables
   loaded, nothing traced;
 - JAX's cache only (``save_programs=false``): traced and lowered, XLA's output read;
-- cold (``compile_cache.enabled=false``): traced, lowered and compiled.
+- cold (``compile_cache.enabled=false``): traced, lowered and compiled;
+
+and once more with saved programs and the env suite (gymnax) imported before the
+clock starts, which shows what the start costs besides that import.
 
 Part 2, the README's first command, ``nnxrl train ppo-cartpole`` (500k env steps,
 console and MLflow), repeated: wall seconds of the whole process, and what importing
@@ -37,6 +40,7 @@ ROOT = HERE.parent.parent
 TINY = ["total_env_steps=4096", "ppo.num_steps=16", "logging.backends=[]"]
 VARIANTS = {
     "saved programs (default)": [],
+    "saved programs, gymnax imported before the clock": ["+import gymnax"],
     "JAX's cache only": ["compile_cache.save_programs=false"],
     "cold (no cache)": ["compile_cache.enabled=false"],
 }
@@ -46,14 +50,17 @@ IMPORTS = ("jax", "gymnax", "mlflow", "nnxrl.run.training")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--part", type=int, choices=(1, 2), help="only this part")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         print("RESULT " + json.dumps(start_seconds(json.loads(args.worker))), flush=True)
         return
     with tempfile.TemporaryDirectory() as root:
-        starts(Path(root), args.repeats)
-        first_command(Path(root), args.repeats)
+        if args.part in (None, 1):
+            starts(Path(root), args.repeats)
+        if args.part in (None, 2):
+            first_command(Path(root), args.repeats)
 
 
 def starts(root: Path, repeats: int) -> None:
@@ -101,7 +108,10 @@ def start_seconds(job: dict) -> dict:
     from nnxrl import config as config_lib
     from nnxrl.run.training import run_training
 
-    config = config_lib.load(str(ROOT / "configs/ppo-cartpole.yaml"), TINY + job["overrides"])
+    overrides = [o for o in job["overrides"] if not o.startswith("+import ")]
+    for module in [o.removeprefix("+import ") for o in job["overrides"] if o not in overrides]:
+        __import__(module)
+    config = config_lib.load(str(ROOT / "configs/ppo-cartpole.yaml"), TINY + overrides)
     out = Path(job["out"])
     shutil.rmtree(out, ignore_errors=True)
     started = time.time()
