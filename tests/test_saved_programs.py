@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from pathlib import Path
 
 import jax
@@ -130,3 +131,23 @@ def test_a_repeated_run_starts_from_the_cache_and_trains_identically(tmp_path, l
     metrics = [(tmp_path / run / "metrics.jsonl").read_bytes() for run in ("cold", "warm")]
     assert metrics[0] == metrics[1]
     assert json.loads(metrics[1].splitlines()[-1])["update"] == 32
+
+
+def test_entries_of_other_code_are_pruned_to_the_newest_two(tmp_path):
+    folder = tmp_path / "programs"
+    folder.mkdir()
+    for age, code in enumerate(["old", "older", "newer", "newest"]):
+        (folder / f"{code}-f").write_bytes(b"x")
+        os.utime(folder / f"{code}-f", (1000 + age, 1000 + age))
+    store(tmp_path).compiled("f", lambda: jax.jit(lambda x: x + 1).lower(X).compile())
+    left = sorted(p.name for p in folder.glob("*-f"))
+    assert left == sorted([f"{store(tmp_path).code}-f", "newer-f", "newest-f"]), left
+
+
+def test_a_folder_that_cannot_be_written_is_said_and_the_run_goes_on(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    saved = SavedPrograms(blocker / "programs", "code")
+    program = saved.compiled("f", lambda: jax.jit(lambda x: x * 4).lower(X).compile())
+    np.testing.assert_array_equal(np.asarray(program(X)), np.asarray(X * 4))
+    assert f"the f program could not be saved in {blocker / 'programs'}" in capsys.readouterr().err

@@ -38,6 +38,7 @@ import pickle
 import sys
 import sysconfig
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -116,18 +117,34 @@ class SavedPrograms:
         try:
             data = dump(program, self.needs[name])
         except (ValueError, NotImplementedError, pickle.PicklingError, TypeError) as e:
-            say(f"the {name} program cannot be saved on this backend ({e}); JAX's cache keeps it")
+            say(
+                f"the {name} program cannot be saved on this backend ({e}), so the next run "
+                "compiles it again; compile_cache.save_programs=false leaves it to JAX's cache"
+            )
             return
+        part = path.with_name(f".{path.name}.{os.getpid()}.part")
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            part = path.with_name(f".{path.name}.{os.getpid()}.part")
             part.write_bytes(data)
             os.replace(part, path)
-            others = sorted(self.folder.glob(f"*-{name}"), key=lambda p: p.stat().st_mtime)
-            for old in [p for p in others if p != path][: -KEEP_OTHER_CODE or None]:
-                old.unlink(missing_ok=True)
         except OSError as e:
+            with suppress(OSError):
+                part.unlink(missing_ok=True)
             say(f"the {name} program could not be saved in {self.folder} ({e.strerror or e})")
+            return
+        self.forget_other_code(path, name)
+
+    def forget_other_code(self, path: Path, name: str) -> None:
+        """Delete all but the newest KEEP_OTHER_CODE entries of ``name`` beside ``path``
+        (another process may be doing the same: what is gone is gone)."""
+        try:
+            others = sorted(
+                (p.stat().st_mtime, p) for p in self.folder.glob(f"*-{name}") if p != path
+            )
+            for _, old in others[: -KEEP_OTHER_CODE or None]:
+                old.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 def saved_programs(config: config_lib.Config, cache_dir: Path | None) -> SavedPrograms:
