@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import sys
 from pathlib import Path
 
 import jax
@@ -94,10 +95,13 @@ def test_the_key_ignores_traced_values_and_host_settings_but_not_shapes():
     assert key("logging.updates_per_chunk=8") != base
 
 
-def test_off_where_jaxs_cache_is_off_or_asked(tmp_path):
+def test_off_where_jaxs_cache_is_off_or_asked_or_in_a_notebook(tmp_path, monkeypatch):
     config = config_lib.load(CARTPOLE, ["compile_cache.save_programs=false"])
     assert saved_programs.saved_programs(config, tmp_path).folder is None
     assert saved_programs.saved_programs(config_lib.load(CARTPOLE), None).folder is None
+    assert saved_programs.saved_programs(config_lib.load(CARTPOLE), tmp_path).folder is not None
+    monkeypatch.delattr(sys.modules["__main__"], "__file__")  # cells are in no file
+    assert saved_programs.saved_programs(config_lib.load(CARTPOLE), tmp_path).folder is None
 
 
 def traced(log: str) -> list[str]:

@@ -150,11 +150,19 @@ class SavedPrograms:
 def saved_programs(config: config_lib.Config, cache_dir: Path | None) -> SavedPrograms:
     """Where ``config``'s programs are kept: under ``cache_dir`` (None: JAX's cache is
     off or unusable, and so is this) unless ``compile_cache.save_programs`` is false or
-    the run spans processes (each holds only its own devices' part)."""
-    if cache_dir is None or not config.compile_cache.save_programs or jax.process_count() > 1:
+    the run spans processes (each holds only its own devices' part) or Python is
+    interactive (a notebook's cells are in no file, so an edited cell would not change
+    the key)."""
+    off = cache_dir is None or not config.compile_cache.save_programs
+    if off or jax.process_count() > 1 or interactive():
         return SavedPrograms(None)
     folder = Path(cache_dir) / "programs" / digest(program_config(config))
     return SavedPrograms(folder, digest(code_facts()))
+
+
+def interactive() -> bool:
+    """Whether the main program is a session (a notebook, a REPL) rather than a file."""
+    return not hasattr(sys.modules.get("__main__"), "__file__")
 
 
 def program_config(config: config_lib.Config) -> dict:
