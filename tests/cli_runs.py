@@ -29,13 +29,13 @@ def sets(overrides: list[str]) -> list[str]:
 
 
 # CartPole at 2048 env steps: 32 updates of 4 envs x 16 steps, one per chunk
-TINY_CARTPOLE = ["total_env_steps=2048", "ppo.num_steps=16", "network.width=16"]
+CARTPOLE_32_UPDATES = ["total_env_steps=2048", "ppo.num_steps=16", "network.width=16"]
 
 
 def train_logged(out: Path, overrides: list[str]) -> str:
     """``nnxrl train`` of tiny CartPole in a fresh process with JAX's compile log on
     (no trackers); its stderr."""
-    args = sets(TINY_CARTPOLE + ["logging.backends=[]"] + overrides)
+    args = sets(CARTPOLE_32_UPDATES + ["logging.backends=[]"] + overrides)
     cmd = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out), *args]
     env = {**os.environ, "JAX_LOG_COMPILES": "1", "JAX_EXPLAIN_CACHE_MISSES": "1"}
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)

@@ -99,6 +99,8 @@ def test_off_where_jaxs_cache_is_off_or_asked_or_in_a_notebook(tmp_path, monkeyp
     config = config_lib.load(CARTPOLE, ["compile_cache.save_programs=false"])
     assert saved_programs.saved_programs(config, tmp_path).folder is None
     assert saved_programs.saved_programs(config_lib.load(CARTPOLE), None).folder is None
+    # a script (a test worker's main module may be a string run with -c)
+    monkeypatch.setattr(sys.modules["__main__"], "__file__", "train.py", raising=False)
     assert saved_programs.saved_programs(config_lib.load(CARTPOLE), tmp_path).folder is not None
     monkeypatch.delattr(sys.modules["__main__"], "__file__")  # cells are in no file
     assert saved_programs.saved_programs(config_lib.load(CARTPOLE), tmp_path).folder is None
