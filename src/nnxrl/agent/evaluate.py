@@ -22,6 +22,7 @@ from flax import nnx
 
 from nnxrl.agent.policy import Policy
 from nnxrl.envs import env_spec, make_env
+from nnxrl.envs.base import legal_actions
 
 MAX_ENVS_AT_ONCE = 1024  # episodes played side by side per seed (bounds the memory)
 
@@ -187,7 +188,10 @@ def first_carry(model: Any, env: Any, reset_key: jax.Array, key: jax.Array) -> d
 def play_step(c: dict, *, model: Any, env: Any, policy: Policy, moments: Any, greedy: bool) -> dict:
     """One step of every env; an env's first finished episode is kept in ``results``."""
     key, action_key, step_key = jax.random.split(c["key"], 3)
-    hidden, dist = policy.action_distribution(model, c["hidden"], c["obs"], c["start"], moments)
+    legal = legal_actions(env, c["env_state"])
+    hidden, dist = policy.action_distribution(
+        model, c["hidden"], c["obs"], c["start"], moments, legal
+    )
     action = dist.mode() if greedy else dist.sample(action_key)
     env_state, out = env.step(step_key, c["env_state"], action)
     ended = jnp.logical_or(out.terminated, out.truncated)

@@ -31,6 +31,7 @@ from nnxrl.algos.registry import algorithm
 from nnxrl.config import EnvConfig, NetworkConfig
 from nnxrl.envs import check_env_config, env_spec
 from nnxrl.networks import EpsilonGreedy, acting_values, build_network
+from nnxrl.networks.distributions import restrict
 from nnxrl.ops.running_moments import Moments
 from nnxrl.run import own_files
 from nnxrl.sweeps import population
@@ -78,10 +79,12 @@ class Policy:
         greedy: bool = False,
         hidden: jax.Array | None = None,
         start: jax.Array | None = None,
+        action_mask: jax.Array | None = None,
     ) -> tuple[jax.Array, jax.Array]:
         """Actions [B] for observations [B, *obs_shape] with seed ``seed``'s network,
         sampled (or the most likely with ``greedy``; a Q-network samples
-        epsilon-greedily with ``epsilon``). Returns (actions, hidden): a recurrent
+        epsilon-greedily with ``epsilon``), among the legal actions ``action_mask``
+        [B, A] bool where the env has one. Returns (actions, hidden): a recurrent
         policy carries ``hidden`` from call to call (None: a fresh one) and ``start``
         [B] marks observations that begin an episode."""
         model = nnx.merge(self.graphdef, jax.tree.map(lambda x: x[seed], self.params))
@@ -91,22 +94,29 @@ class Policy:
             hidden = model.initial_hidden(batch)
         if start is None:
             start = jnp.zeros(batch, bool)
-        hidden, dist = self.action_distribution(model, hidden, obs, start, self.seed_moments(seed))
+        moments = self.seed_moments(seed)
+        hidden, dist = self.action_distribution(model, hidden, obs, start, moments, action_mask)
         return (dist.mode() if greedy else dist.sample(key)), hidden
 
     def action_distribution(
-        self, model: Any, hidden: jax.Array, obs: jax.Array, start: jax.Array, moments: Any = ()
+        self,
+        model: Any,
+        hidden: jax.Array,
+        obs: jax.Array,
+        start: jax.Array,
+        moments: Any = (),
+        legal: jax.Array | None = None,
     ) -> tuple[jax.Array, Any]:
         """One step of ``model`` (this policy's network, one seed's parameters, and that
         seed's observation ``moments``): (next hidden, the distribution actions are
-        drawn from)."""
+        drawn from, over the ``legal`` actions [B, A] where the env has a mask)."""
         obs = observe(moments, obs, self.obs_clip)
         if self.head == "q":
             hidden, q = model.step(hidden, obs, start)
             weights = jnp.asarray(self.stream_weights, jnp.float32)
-            return hidden, EpsilonGreedy(acting_values(q, weights), self.epsilon)
+            return hidden, EpsilonGreedy(acting_values(q, weights), self.epsilon, legal)
         hidden, dist, _ = model.step(hidden, obs, start)
-        return hidden, dist
+        return hidden, restrict(dist, legal)
 
 
 def policy_of(config: config_lib.Config, params: Any, obs_moments: Any = None) -> Policy:

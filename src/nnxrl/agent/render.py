@@ -24,6 +24,7 @@ from flax import nnx
 
 from nnxrl.agent.policy import Policy
 from nnxrl.envs import CRAFTAX_IDS, make_env
+from nnxrl.envs.base import legal_actions
 from nnxrl.envs.brax_env import PREFIX as BRAX_PREFIX
 
 MOUNTAIN_CAR_GOALS = {"MountainCar-v0": 0.5, "MountainCarContinuous-v0": 0.45}
@@ -252,7 +253,8 @@ def play_episode(
     @jax.jit
     def act_and_step(key, env_state, hidden, obs, start):
         action_key, step_key = jax.random.split(key)
-        hidden, dist = policy.action_distribution(model, hidden, obs, start, moments)
+        legal = legal_actions(env, env_state)
+        hidden, dist = policy.action_distribution(model, hidden, obs, start, moments, legal)
         action = dist.mode() if greedy else dist.sample(action_key)
         env_state, result = env.step(step_key, env_state, action)
         return env_state, hidden, result

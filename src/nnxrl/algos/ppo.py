@@ -61,8 +61,10 @@ from nnxrl.algos.on_policy import (
 from nnxrl.algos.return_window import ReturnWindow
 from nnxrl.algos.settings import PPOSettings, RewardStreams, RunFacts
 from nnxrl.envs import VecEnv
+from nnxrl.envs.base import legal_actions
 from nnxrl.intrinsic.base import Addon
 from nnxrl.networks import build_network
+from nnxrl.networks.distributions import restrict
 from nnxrl.networks.settings import NetworkSettings
 from nnxrl.ops.gae import continuing_gae, episodic_gae
 from nnxrl.ops.losses import normalize, policy_loss, value_loss
@@ -88,6 +90,7 @@ class Transition(NamedTuple):
     truncated: jax.Array  # [B] bool
     final_value: jax.Array  # [B, K] V_old(final_obs): the bootstrap on truncation
     episode: dict[str, jax.Array]  # per-episode results where the episode ended
+    legal: jax.Array | None = None  # [B, A] bool: the env's legal actions (None: no mask)
 
 
 class Batch(NamedTuple):
@@ -103,6 +106,7 @@ class Batch(NamedTuple):
     value: jax.Array  # [*L, K]
     advantage: jax.Array  # [*L]: the streams' advantages, weighted and summed
     target: jax.Array  # [*L, K]
+    legal: jax.Array | None = None  # [*L, A] bool: the policy's support (None: no mask)
 
 
 @dataclass(frozen=True)
@@ -146,27 +150,27 @@ def train_update(run_state: RunState, hp: Hyperparams, *, s: PPOStatic) -> tuple
 def collect_rollout(
     run_state: RunState, s: PPOStatic
 ) -> tuple[RunState, Transition, jax.Array, jax.Array]:
-    """Act for T steps in every env (inputs normalised with the moments from before):
-    the advanced state, Transitions [T, B] (and a recurrent net's state before them),
-    V(obs) [B, K] after the last step, the raw observations [T, B, ...] if normalised
-    ([0] else). V(final obs), the truncation bootstrap: a recurrent step inside the
-    scan, else one batched pass over all T x B after it (measured faster)."""
+    """Act for T steps in every env (among its legal actions; inputs normalised with
+    the moments from before): the advanced state, Transitions [T, B] (and a recurrent
+    net's state before them), V(obs) [B, K] after the last step, raw observations [T,
+    B, ...] if normalised ([0] else). V(final obs), the truncation bootstrap: in the
+    scan if recurrent, else one batched pass over all T x B after it (measured faster)."""
     model = nnx.merge(s.graphdef, run_state.params)
     see = partial(observe, run_state.normalizer.obs, clip=s.obs_clip)
-    keep_raw = isinstance(run_state.normalizer.obs, Moments)
 
     def env_step(state: RunState, _: Any) -> tuple[RunState, tuple[Transition, jax.Array]]:
         key, action_key, step_key = jax.random.split(state.key, 3)
         obs = see(state.obs)
         hidden, dist, value = model.step(state.hidden, obs, state.start)
-        action = dist.sample(action_key)
+        legal = legal_actions(s.env, state.env_state)  # [B, A] bool, or None: no mask
+        action = (dist := restrict(dist, legal)).sample(action_key)
         env_state, out = s.env.step(step_key, state.env_state, action)
         if s.sequences:  # recurrent: continue the episode from the new hidden state
             _, _, final_value = model.step(hidden, see(out.final_obs), jnp.zeros_like(state.start))
             final_obs = jnp.zeros((0,))
         else:  # feed-forward: after the scan, for all steps at once
             final_value, final_obs = jnp.zeros_like(value), see(out.final_obs)
-        raw = state.obs if keep_raw else jnp.zeros((0,))
+        raw = state.obs if isinstance(run_state.normalizer.obs, Moments) else jnp.zeros((0,))
         transition = Transition(
             obs=obs,
             hidden=None,  # recorded once, before the scan
@@ -179,20 +183,20 @@ def collect_rollout(
             truncated=out.truncated,
             final_value=final_value,
             episode=out.episode,
+            legal=legal,
         )
         start = jnp.logical_or(out.terminated, out.truncated)
         state = state.replace(obs=out.obs, hidden=hidden, start=start, env_state=env_state, key=key)
         return state, (transition, final_obs, raw)
 
     first_hidden = run_state.hidden  # the update re-runs every env's sequence from it
-    scanned = jax.lax.scan(env_step, run_state, length=s.num_steps)
-    run_state, (trajectory, final_obs, raw_obs) = scanned
+    run_state, (trajectory, final_obs, raw) = jax.lax.scan(env_step, run_state, length=s.num_steps)
     if s.sequences:
         trajectory = trajectory._replace(hidden=first_hidden[None])
     else:
         trajectory = trajectory._replace(final_value=model.value(final_obs))
     _, _, last_value = model.step(run_state.hidden, see(run_state.obs), run_state.start)
-    return run_state, trajectory, last_value, raw_obs
+    return run_state, trajectory, last_value, raw
 
 
 def normalize_rollout(
@@ -277,6 +281,7 @@ def make_batch(
         value=trajectory.value,
         advantage=advantages,
         target=targets,
+        legal=trajectory.legal,
     )
     return batch
 
@@ -295,6 +300,7 @@ def ppo_loss(
     """L = L_policy + c_v L_value - c_e H on one minibatch; returns (L, loss metrics)."""
     model = nnx.merge(s.graphdef, params)
     dist, value = model.unroll(starting_hidden(minibatch), minibatch.obs, minibatch.start)
+    dist = restrict(dist, minibatch.legal)
     log_prob = dist.log_prob(minibatch.action)
     advantage = minibatch.advantage
     if s.advantage_normalization == "minibatch":

@@ -56,6 +56,7 @@ from nnxrl.algos.on_policy import (
 from nnxrl.algos.return_window import ReturnWindow
 from nnxrl.algos.settings import PQNSettings, RewardStreams, RunFacts
 from nnxrl.envs import VecEnv
+from nnxrl.envs.base import legal_actions
 from nnxrl.intrinsic.base import Addon
 from nnxrl.networks import EpsilonGreedy, acting_values, build_network, greedy_values
 from nnxrl.networks.settings import NetworkSettings
@@ -146,38 +147,41 @@ def collect_rollout(
     def env_step(state: RunState, _: Any) -> tuple[RunState, tuple[Transition, jax.Array]]:
         key, action_key, step_key = jax.random.split(state.key, 3)
         hidden, q = model.step(state.hidden, state.obs, state.start)
-        action = EpsilonGreedy(acting_values(q, weights), epsilon).sample(action_key)
+        legal = legal_actions(s.env, state.env_state)
+        action = EpsilonGreedy(acting_values(q, weights), epsilon, legal).sample(action_key)
         env_state, out = s.env.step(step_key, state.env_state, action)
         if s.sequences:  # recurrent: continue the episode from the new hidden state
             _, final_q = model.step(hidden, out.final_obs, jnp.zeros_like(state.start))
-            final_obs = jnp.zeros((0,))
+            final = jnp.zeros((0,)), None
         else:  # feed-forward: after the scan, for all steps at once
-            final_q, final_obs = jnp.zeros_like(q), out.final_obs
+            final_q, final = jnp.zeros_like(q), (out.final_obs, out.final_action_mask)
         transition = Transition(
             obs=state.obs,
             hidden=None,  # recorded once, before the scan
             start=state.start,
             action=action,
-            value=greedy_values(q, weights),
+            value=greedy_values(q, weights, legal),
             reward=out.reward,
             terminated=out.terminated,
             truncated=out.truncated,
-            final_value=greedy_values(final_q, weights),
+            final_value=greedy_values(final_q, weights, out.final_action_mask),
             episode=out.episode,
         )
         start = jnp.logical_or(out.terminated, out.truncated)
         state = state.replace(obs=out.obs, hidden=hidden, start=start, env_state=env_state, key=key)
-        return state, (transition, final_obs)
+        return state, (transition, final)
 
     first_hidden = run_state.hidden
-    run_state, (trajectory, final_obs) = jax.lax.scan(env_step, run_state, length=s.num_steps)
+    run_state, (trajectory, final) = jax.lax.scan(env_step, run_state, length=s.num_steps)
     if s.sequences:  # the update re-runs every env's sequence from its first state
         trajectory = trajectory._replace(hidden=first_hidden[None])
     else:
-        final_value = greedy_values(model(final_obs), weights)
+        final_obs, final_legal = final
+        final_value = greedy_values(model(final_obs), weights, final_legal)
         trajectory = trajectory._replace(final_value=final_value)
     _, last_q = model.step(run_state.hidden, run_state.obs, run_state.start)
-    return run_state, trajectory, greedy_values(last_q, weights)
+    last_legal = legal_actions(s.env, run_state.env_state)
+    return run_state, trajectory, greedy_values(last_q, weights, last_legal)
 
 
 def stream_weights(hp: Hyperparams, num_streams: int) -> jax.Array:

@@ -4,6 +4,10 @@ An env here is always a batch of ``num_envs`` copies that reset themselves: ``re
 gives the first observations, ``step`` advances all copies one step and starts new
 episodes where old ones ended. Each backend (gymnax, Craftax) builds one, and
 ``EpisodeStatistics`` wraps any of them.
+
+An env may forbid actions: its ``action_mask(state)`` gives the legal actions of the
+observation the state is at, ``[B, A]`` bool, and every policy then acts among them
+(``networks/distributions.py``); an env without one has ``action_mask = None``.
 """
 
 from __future__ import annotations
@@ -56,6 +60,9 @@ class EnvStep(NamedTuple):
     # Per-episode results, meaningful where the episode ended: returns, lengths,
     # and e.g. achievements [B, A]. Filled by EpisodeStatistics and backends.
     episode: dict[str, jax.Array]
+    # the legal actions at final_obs, [B, A] bool (None: the env has no mask): a Q
+    # bootstrap through a time limit maximises over them
+    final_action_mask: jax.Array | None = None
 
 
 @dataclass(frozen=True)
@@ -64,9 +71,17 @@ class VecEnv:
 
     reset(key) -> (obs [B, *obs_shape], state)
     step(key, state, action [B] (discrete) or [B, D] (continuous)) -> (state, EnvStep)
+    action_mask(state) -> [B, A] bool, the legal actions at the state's observations
+        (None: every action is always legal)
     """
 
     spec: EnvSpec
     num_envs: int
     reset: Callable[[jax.Array], tuple[jax.Array, Any]]
     step: Callable[[jax.Array, Any, jax.Array], tuple[Any, EnvStep]]
+    action_mask: Callable[[Any], jax.Array] | None = None
+
+
+def legal_actions(env: VecEnv, state: Any) -> jax.Array | None:
+    """``env``'s legal actions at ``state``, [B, A] bool, or None where it has no mask."""
+    return None if env.action_mask is None else env.action_mask(state)

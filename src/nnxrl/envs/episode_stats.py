@@ -40,4 +40,5 @@ def with_episode_statistics(env: VecEnv) -> VecEnv:
         )
         return new_state, out._replace(episode=episode)
 
-    return VecEnv(spec=env.spec, num_envs=env.num_envs, reset=reset, step=step)
+    mask = None if env.action_mask is None else lambda state: env.action_mask(state.env_state)
+    return VecEnv(spec=env.spec, num_envs=env.num_envs, reset=reset, step=step, action_mask=mask)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
+from nnxrl.envs.base import EnvSpec, VecEnv
 from nnxrl.schema import ConfigError
 
 
@@ -42,12 +42,10 @@ def with_previous_step(env: VecEnv) -> VecEnv:
         first = jnp.logical_or(out.terminated, out.truncated)[:, None]
         obs = jnp.concatenate([out.obs, jnp.where(first, 0.0, previous)], -1)
         final_obs = jnp.concatenate([out.final_obs, previous], -1)
-        return state, EnvStep(
-            obs, out.reward, out.terminated, out.truncated, final_obs, out.episode
-        )
+        return state, out._replace(obs=obs, final_obs=final_obs)
 
     wrapped = spec._replace(obs_shape=(spec.obs_shape[0] + width + 1,))
-    return VecEnv(spec=wrapped, num_envs=env.num_envs, reset=reset, step=step)
+    return VecEnv(wrapped, env.num_envs, reset, step, action_mask=env.action_mask)
 
 
 def check_flat_observations(spec: EnvSpec) -> None:

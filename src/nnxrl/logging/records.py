@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 # Episode means are undefined when no episode ended in an update: reported as None.
-EPISODE_PREFIXES = ("episode_return", "episode_length", "achievements/")
+EPISODE_PREFIXES = ("episode_", "achievements/")  # return, length, a suite's own results
 # The rolling return over the last N episodes is defined once any episode has ended.
 WINDOW_KEYS = ("episode_return_window",)
 # Who and when a record is (not metrics): a sweep's records add "setting" (its index)

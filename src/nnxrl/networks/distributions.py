@@ -7,6 +7,12 @@ actions [...].
 EpsilonGreedy (a Q-network's): with probability epsilon a uniformly random action,
 otherwise argmax_a Q(s, a).  Shapes: values [..., A], actions [...].
 
+Action masks (an env's legal actions, ``legal`` [..., A] bool): ``Categorical.masked``
+gives an illegal action the lowest finite logit, so p = 0 there and log p, H and their
+gradients stay finite (an infinite logit would give 0 * inf in H's gradient);
+``EpsilonGreedy`` with ``legal`` draws its random action uniformly among the legal
+ones and its greedy one as argmax over them. Without a mask both are unchanged.
+
 DiagGaussian (an actor's, continuous actions): a ~ N(mu, diag(sigma^2)), sigma =
 exp(log_std);  log p(a) = -sum_d [ (a_d - mu_d)^2 / (2 sigma_d^2) + log sigma_d +
 log(2 pi) / 2 ];  H = sum_d [ log sigma_d + (1 + log(2 pi)) / 2 ].  Shapes: mean and
@@ -36,6 +42,12 @@ class Categorical(NamedTuple):
         """[..., A] normalised log-probabilities."""
         return jax.nn.log_softmax(self.logits, axis=-1)
 
+    def masked(self, legal: jax.Array | None) -> Categorical:
+        """The distribution restricted to the ``legal`` actions [..., A] (None: all)."""
+        if legal is None:
+            return self
+        return Categorical(jnp.where(legal, self.logits, jnp.finfo(self.logits.dtype).min))
+
     def sample(self, key: jax.Array) -> jax.Array:
         """[...] int32 actions drawn with probability softmax(logits)."""
         return jax.random.categorical(key, self.logits, axis=-1).astype(jnp.int32)
@@ -57,18 +69,36 @@ class Categorical(NamedTuple):
 class EpsilonGreedy(NamedTuple):
     values: jax.Array  # [..., A] action values
     epsilon: jax.Array | float  # probability of a uniformly random action
+    legal: jax.Array | None = None  # [..., A] bool: the actions allowed (None: all)
 
     def sample(self, key: jax.Array) -> jax.Array:
-        """[...] int32: a uniform action with probability epsilon, else the greedy one."""
+        """[...] int32: a uniform (legal) action with probability epsilon, else the
+        greedy one."""
         explore_key, action_key = jax.random.split(key)
         shape = self.values.shape[:-1]
         explore = jax.random.uniform(explore_key, shape) < self.epsilon
-        uniform = jax.random.randint(action_key, shape, 0, self.values.shape[-1], jnp.int32)
+        if self.legal is None:
+            uniform = jax.random.randint(action_key, shape, 0, self.values.shape[-1], jnp.int32)
+        else:
+            flat = jnp.where(self.legal, 0.0, -jnp.inf)
+            uniform = jax.random.categorical(action_key, flat, axis=-1).astype(jnp.int32)
         return jnp.where(explore, uniform, self.mode())
 
     def mode(self) -> jax.Array:
-        """[...] argmax_a Q(s, a) (greedy)."""
-        return jnp.argmax(self.values, axis=-1).astype(jnp.int32)
+        """[...] argmax_a Q(s, a) over the legal actions (greedy)."""
+        return masked_argmax(self.values, self.legal)
+
+
+def restrict(dist, legal: jax.Array | None):
+    """``dist`` over the ``legal`` actions only (None: ``dist`` itself, of any kind)."""
+    return dist if legal is None else dist.masked(legal)
+
+
+def masked_argmax(values: jax.Array, legal: jax.Array | None) -> jax.Array:
+    """[..., A] -> [...] int32: argmax over the ``legal`` actions (None: all)."""
+    if legal is not None:
+        values = jnp.where(legal, values, -jnp.inf)
+    return jnp.argmax(values, axis=-1).astype(jnp.int32)
 
 
 LOG_2PI = float(np.log(2.0 * np.pi))

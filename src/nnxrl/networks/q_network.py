@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from nnxrl.networks.distributions import masked_argmax
 from nnxrl.networks.recurrent import GRU
 from nnxrl.networks.torso import ACTIVATIONS, MLP, Encoder, orthogonal_linear
 
@@ -127,9 +128,10 @@ def acting_values(q: jax.Array, weights: jax.Array) -> jax.Array:
     return jnp.einsum("...ka,k->...a", q, weights)
 
 
-def greedy_values(q: jax.Array, weights: jax.Array) -> jax.Array:
+def greedy_values(q: jax.Array, weights: jax.Array, legal: jax.Array | None = None) -> jax.Array:
     """Each stream's value of a state under the greedy action: Q [..., K, A] ->
-    Q_k(s, a*) [..., K] with a* = argmax_a of the acting values (K = 1: max_a Q)."""
-    best = jnp.argmax(acting_values(q, weights), axis=-1)
+    Q_k(s, a*) [..., K] with a* = argmax_a of the acting values over the ``legal``
+    actions [..., A] (None: all; K = 1: max_a Q)."""
+    best = masked_argmax(acting_values(q, weights), legal)
     index = jnp.broadcast_to(best[..., None, None], (*q.shape[:-1], 1))
     return jnp.take_along_axis(q, index, axis=-1)[..., 0]

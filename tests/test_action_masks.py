@@ -1,0 +1,106 @@
+"""Action masks end to end: an env whose mask allows one action per step (drawn at
+random, and not in the observation) is played legally by PPO and PQN in training, in
+eval and in render, and by a saved policy; without the mask the same policy is not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import nnxrl
+from nnxrl.envs import from_single, register_env
+
+ROOT = Path(__file__).parents[1]
+NUM_ACTIONS, EPISODE = 4, 8
+ENV_ID = "OneLegalAction-v0"
+
+
+def one_legal_action(num_envs: int):
+    """Each step one of 4 actions is legal (a fresh one each step); a legal action pays
+    1, an illegal one 0 and counts in the episode's ``illegal``; 8 steps an episode."""
+
+    def draw(key):
+        return {
+            "legal": jax.random.randint(key, (), 0, NUM_ACTIONS),
+            "obs": jax.random.uniform(key, (2, 2)),  # a grid, so that render draws it
+        }
+
+    def reset_one(key):
+        state = {**draw(key), "t": jnp.int32(0), "illegal": jnp.int32(0)}
+        return state["obs"], state
+
+    def step_one(key, state, action):
+        legal = action == state["legal"]
+        state = {**draw(key), "t": state["t"] + 1, "illegal": state["illegal"] + ~legal}
+        return state["obs"], state, legal.astype(jnp.float32), False, state["t"] >= EPISODE
+
+    return from_single(
+        ENV_ID,
+        reset_one,
+        step_one,
+        (2, 2),
+        NUM_ACTIONS,
+        num_envs,
+        action_mask_one=lambda state: jnp.arange(NUM_ACTIONS) == state["legal"],
+        episode_info_one=lambda state: {"illegal": state["illegal"]},
+    )
+
+
+register_env(ENV_ID, one_legal_action)
+
+TINY = [
+    f"env.id={ENV_ID}",
+    "env.num_envs=8",
+    "total_env_steps=1024",
+    "num_seeds=2",
+    "network.width=16",
+    "logging.backends=[]",
+]
+
+
+@pytest.fixture(scope="module", params=["ppo", "pqn"])
+def trained(request, tmp_path_factory) -> tuple[str, nnxrl.RunResult]:
+    config = nnxrl.load_config(ROOT / f"configs/{request.param}-cartpole.yaml", TINY)
+    return request.param, nnxrl.train(config, tmp_path_factory.mktemp(request.param) / "run")
+
+
+def test_training_takes_only_legal_actions(trained):
+    algo, result = trained
+    # a reward of 1 per step is a legal action at every step of every env
+    np.testing.assert_array_equal(result.metrics["reward/extrinsic"], 1.0)
+    illegal = result.metrics["episode_illegal"]
+    assert np.isfinite(illegal).any(), "episodes must end for their counts to be seen"
+    assert np.nanmax(illegal) == 0
+    assert np.isfinite(result.metrics["loss/total"]).all()
+
+
+def test_eval_and_render_take_only_legal_actions(trained, tmp_path):
+    algo, result = trained
+    policy = nnxrl.load_policy(result.out_dir / "policy")
+    for greedy in (False, True):
+        evaluation = nnxrl.evaluate(policy, episodes=6, greedy=greedy)
+        for row in evaluation.seeds:
+            assert row["returns"] == [float(EPISODE)] * 6, (algo, greedy, row)
+    episode = nnxrl.render(policy, 1, tmp_path / "episode.gif", jax.random.key(3))
+    assert episode["return"] == EPISODE and (tmp_path / "episode.gif").stat().st_size > 0
+
+
+def test_a_saved_policy_acts_within_the_mask_and_not_without_it(trained):
+    algo, result = trained
+    policy = nnxrl.load_policy(result.out_dir / "policy")
+    env = nnxrl.make_env(policy.env)
+    obs, state = env.reset(jax.random.key(5))
+    legal = env.action_mask(state)
+    allowed = np.argmax(np.asarray(legal), axis=-1)
+    key = jax.random.key(6)
+    for greedy in (False, True):
+        masked, _ = policy.act(obs, key, seed=0, greedy=greedy, action_mask=legal)
+        np.testing.assert_array_equal(masked, allowed)
+    # the mask is what makes them legal: a sampled action over all 4 often is not
+    keys = jax.random.split(key, 8)
+    unmasked = np.stack([policy.act(obs, k, seed=0)[0] for k in keys])
+    assert (unmasked != allowed).any()
