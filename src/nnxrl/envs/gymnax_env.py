@@ -49,12 +49,12 @@ def split_kwargs(env_id: str, kwargs: dict) -> tuple[dict, dict]:
             raise ValueError(
                 f"env.kwargs.{name}: {env_id} has no option {name!r}{hint}. Its options: {known}"
             )
-        _check_kind(f"env.kwargs.{name}", value, default)
+        check_kind(f"env.kwargs.{name}", value, default)
         target[name] = value
     return ctor_kwargs, param_kwargs
 
 
-def _check_kind(key: str, value, default) -> None:
+def check_kind(key: str, value, default) -> None:
     """``value`` must be of the kind of ``default`` (bool, int or number); None: any."""
     if default is None or isinstance(default, jax.Array):
         return

@@ -1,8 +1,9 @@
 """The env registry: the envs a config may name (gymnax ids, Craftax ids, Brax's
-``brax:<name>`` with the brax extra, nnxrl's memory tasks, and those users
-register), checked against the config's env section and built as a batched,
-self-resetting env with episode statistics (and, if so configured, the previous
-action and reward in each observation)."""
+``brax:<name>`` with the brax extra, the other JAX suites' prefixed ids with theirs
+(``envs/suites.py``), nnxrl's memory tasks, and those users register), checked
+against the config's env section and built as a batched, self-resetting env with
+episode statistics (and, if so configured, the previous action and reward in each
+observation)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from nnxrl.envs.gymnax_env import gymnax_ids, make_gymnax_env, split_kwargs
 from nnxrl.envs.memory_tasks import make_repeat_previous, make_stateless_cartpole
 from nnxrl.envs.previous_step import check_flat_observations, with_previous_step
 from nnxrl.envs.settings import EnvConfig
+from nnxrl.envs.suites import SUITES, check_suite_config, make_suite_env, suite_ids, suite_of
 from nnxrl.schema import ConfigError
 
 # id -> factory(num_envs, **kwargs) -> VecEnv: nnxrl's memory tasks, and the envs
@@ -37,15 +39,18 @@ def register_env(env_id: str, factory: Callable[..., VecEnv]) -> None:
     **env.kwargs)`` returns the batched env, e.g. with ``from_single``."""
     if env_id in CRAFTAX_IDS or env_id in gymnax_ids() or env_id in MEMORY_TASKS:
         raise ValueError(f"register_env: {env_id!r} is already a gymnax, Craftax or nnxrl id")
+    if env_id.startswith(BRAX_PREFIX) or suite_of(env_id):
+        raise ValueError(f"register_env: {env_id!r} has the prefix of an env suite's ids")
     _REGISTERED[env_id] = factory
 
 
 def known_env_ids(with_brax: bool = True) -> dict[str, list[str]]:
-    """Known env ids by family (Brax's only ``with_brax``: listing them imports brax,
-    which takes seconds, so checking a non-Brax id does not)."""
+    """Known env ids by family (Brax's and the other suites' only ``with_brax``: listing
+    them imports their packages, which takes seconds, so checking a gymnax id does not)."""
     families = {"gymnax": gymnax_ids(), "craftax": list(CRAFTAX_IDS)}
     if with_brax:
         families["brax"] = brax_ids()
+        families.update({suite.extra: suite_ids(suite) for suite in SUITES})
     return {**families, "memory": list(MEMORY_TASKS), "registered": list(_REGISTERED)}
 
 
@@ -71,6 +76,9 @@ def check_id_and_kwargs(env: EnvConfig) -> None:
         return
     if env.id.startswith(BRAX_PREFIX):
         check_brax_config(env, brax_ids())
+        return
+    if suite_of(env.id):
+        check_suite_config(suite_of(env.id), env)
         return
     if env.id in families["gymnax"]:
         if env.reset_ratio != 1:
@@ -137,6 +145,8 @@ def is_continuous(env: EnvConfig) -> bool:
         return False
     if env.id.startswith(BRAX_PREFIX):
         return True
+    if suite_of(env.id):
+        return False
     import gymnax
 
     from nnxrl.envs.gymnax_env import action_bounds
@@ -161,6 +171,8 @@ def make_env(env: EnvConfig) -> VecEnv:
         vec = make_craftax_env(env.id, env.num_envs, env.reset_ratio)
     elif env.id.startswith(BRAX_PREFIX):
         vec = make_brax_env(env.id, env.num_envs, **env.kwargs)
+    elif suite_of(env.id):
+        vec = make_suite_env(suite_of(env.id), env, env.num_envs)
     else:
         vec = make_gymnax_env(env.id, env.num_envs, **env.kwargs)
     if env.previous_action_reward:

@@ -1,0 +1,273 @@
+"""The other JAX suites' adapters (jumanji:, xland:, navix:, pgx:) against each suite's
+own API: every step of nnxrl's batched, self-resetting env is compared with a
+hand-rolled loop over the suite's reset and step, one env at a time, with the same
+keys and actions. Each suite's tests skip without its extra."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from nnxrl.config import EnvConfig
+from nnxrl.envs import check_env_config, make_env
+from nnxrl.envs.base import legal_actions
+
+
+@dataclass(frozen=True)
+class Case:
+    env_id: str
+    package: str
+    kwargs: dict = field(default_factory=dict)
+    time_limit: int | None = None  # the episode length a truncation has
+    steps: int = 96  # of the compared rollout
+    num_envs: int = 6
+    legal_only: bool = True  # the rollout's random actions are legal ones
+
+
+CASES = {
+    # Snake's mask forbids the moves that end an episode: only an illegal one does
+    "jumanji": Case(
+        "jumanji:Snake-v1",
+        "jumanji",
+        {"num_rows": 6, "num_cols": 6, "time_limit": 10},
+        time_limit=10,
+        legal_only=False,
+    ),
+    # random play reaches the goal in 1 of ~16 episodes of 24 steps
+    "xland": Case("xland:MiniGrid-Empty-5x5", "xminigrid", {"max_steps": 24}, 24, 120, 16),
+    "navix": Case("navix:Navix-Empty-5x5-v0", "navix", {"max_steps": 24}, 24, 120, 16),
+    "pgx": Case("pgx:2048", "pgx", steps=320, num_envs=3),
+}
+
+
+@pytest.fixture(params=list(CASES), scope="module")
+def case(request) -> Case:
+    pytest.importorskip(CASES[request.param].package)
+    return CASES[request.param]
+
+
+# ----- the suites' own APIs, one env at a time ------------------------------------------
+# reset(key) -> (state, obs, legal); step(key, state, action) -> (state, obs, reward,
+# ended, terminal, legal): `ended` the suite's own end of an episode, `terminal` whether
+# it ended in a terminal state (not by its time limit).
+
+
+def jumanji_api(case: Case):
+    import jumanji
+
+    env = jumanji.make(case.env_id.removeprefix("jumanji:"), **case.kwargs)
+
+    def observe(ts):
+        o = ts.observation
+        obs = jnp.concatenate([o.grid.reshape(-1), jnp.reshape(o.step_count, (1,))])
+        return obs.astype(jnp.float32), o.action_mask
+
+    def reset(key):
+        state, ts = env.reset(key)
+        return state, *observe(ts)
+
+    def step(key, state, action):
+        state, ts = env.step(state, action)
+        obs, legal = observe(ts)
+        # Snake ends its episodes at the time limit with discount 0 too
+        terminal = (ts.discount == 0) & (state.step_count < env.time_limit)
+        return state, obs, ts.reward, ts.last(), terminal, legal
+
+    return reset, step
+
+
+def xland_api(case: Case):
+    import xminigrid
+
+    env, params = xminigrid.make(case.env_id.removeprefix("xland:"), **case.kwargs)
+    everything = jnp.ones(env.num_actions(params), bool)
+
+    def reset(key):
+        ts = env.reset(params, key)
+        return ts, ts.observation.astype(jnp.float32), everything
+
+    def step(key, ts, action):
+        ts = env.step(params, ts, action)
+        obs = ts.observation.astype(jnp.float32)
+        return ts, obs, ts.reward, ts.last(), ts.discount == 0, everything
+
+    return reset, step
+
+
+def navix_api(case: Case):
+    import navix
+
+    env = navix.make(case.env_id.removeprefix("navix:"), **case.kwargs)
+    everything = jnp.ones(int(env.action_space.maximum) + 1, bool)
+
+    def reset(key):
+        ts = env.reset(key)
+        return ts, ts.observation.astype(jnp.float32), everything
+
+    def step(key, ts, action):
+        ts = env.step(ts, action)
+        obs = ts.observation.astype(jnp.float32)
+        return ts, obs, ts.reward, ts.step_type > 0, ts.is_termination(), everything
+
+    return reset, step
+
+
+def pgx_api(case: Case):
+    import pgx
+
+    env = pgx.make(case.env_id.removeprefix("pgx:"))
+
+    def reset(key):
+        state = env.init(key)
+        return state, state.observation.astype(jnp.float32), state.legal_action_mask
+
+    def step(key, state, action):
+        state = env.step(state, action, key)
+        obs = state.observation.astype(jnp.float32)
+        ended = state.terminated | state.truncated
+        return state, obs, state.rewards[0], ended, state.terminated, state.legal_action_mask
+
+    return reset, step
+
+
+SUITE_APIS = {"jumanji": jumanji_api, "xland": xland_api, "navix": navix_api, "pgx": pgx_api}
+
+
+def pick(key: jax.Array, legal: jax.Array, legal_only: bool) -> jax.Array:
+    """A uniformly random action, a legal one if ``legal_only``."""
+    legal = legal if legal_only else jnp.ones_like(legal)
+    return jax.random.categorical(key, jnp.where(legal, 0.0, -jnp.inf)).astype(jnp.int32)
+
+
+# ----- the two rollouts -------------------------------------------------------------------
+
+
+def env_of(case: Case, num_envs: int | None = None):
+    config = EnvConfig(id=case.env_id, num_envs=num_envs or case.num_envs, kwargs=case.kwargs)
+    check_env_config(config)
+    return make_env(config)
+
+
+@pytest.fixture(scope="module")
+def rollouts(case: Case) -> tuple[dict, dict]:
+    keys = jax.random.split(jax.random.key(7), case.steps + 1)
+    return adapter_rollout(case, keys), suite_rollout(case, keys)
+
+
+def adapter_rollout(case: Case, keys: jax.Array) -> dict:
+    """nnxrl's env: [T, B] of everything it reports, with the mask of each step."""
+    env = env_of(case)
+    obs, state = env.reset(keys[0])
+
+    def body(carry, key):
+        obs, state = carry
+        action_key, step_key = jax.random.split(key)
+        legal = legal_actions(env, state)
+        if legal is None:
+            legal = jnp.ones((env.num_envs, env.spec.num_actions), bool)
+        action_keys = jax.random.split(action_key, env.num_envs)
+        action = jax.vmap(pick, (0, 0, None))(action_keys, legal, case.legal_only)
+        state, out = env.step(step_key, state, action)
+        return (out.obs, state), {
+            "obs_before": obs,
+            "legal": legal,
+            "action": action,
+            **out._asdict(),
+        }
+
+    _, steps = jax.jit(lambda ks: jax.lax.scan(body, (obs, state), ks))(keys[1:])
+    return jax.tree.map(np.asarray, steps)
+
+
+def suite_rollout(case: Case, keys: jax.Array) -> dict:
+    """The suite's own reset and step, env by env, with the keys ``from_single`` gives
+    each env: the step key split over envs, and a fresh reset key where one ended."""
+    reset, step = (jax.jit(f) for f in SUITE_APIS[case.env_id.split(":")[0]](case))
+    b_all = range(case.num_envs)
+    states, obs, legal = zip(*map(reset, jax.random.split(keys[0], case.num_envs)), strict=True)
+    states, obs, legal = list(states), list(obs), list(legal)
+    record = {k: [] for k in ("obs", "final_obs", "reward", "ended", "terminal", "action")}
+    for key in keys[1:]:
+        action_key, step_key = jax.random.split(key)
+        env_step_key, reset_key = jax.random.split(step_key)
+        action_keys = jax.random.split(action_key, case.num_envs)
+        step_keys = jax.random.split(env_step_key, case.num_envs)
+        reset_keys = jax.random.split(reset_key, case.num_envs)
+        row = {k: [] for k in record}
+        for b in b_all:
+            action = pick(action_keys[b], legal[b], case.legal_only)
+            states[b], final, reward, ended, terminal, legal[b] = step(
+                step_keys[b], states[b], action
+            )
+            obs[b] = final
+            if ended:
+                states[b], obs[b], legal[b] = reset(reset_keys[b])
+            for k, v in zip(record, (obs[b], final, reward, ended, terminal, action), strict=True):
+                row[k].append(np.asarray(v))
+        for k in record:
+            record[k].append(np.stack(row[k]))
+    return {k: np.stack(v) for k, v in record.items()}
+
+
+# ----- the comparisons ----------------------------------------------------------------------
+
+
+def test_reset_and_step_have_the_shapes_and_dtypes_of_the_spec(case, rollouts):
+    env = env_of(case, num_envs=2)
+    obs, state = env.reset(jax.random.key(0))
+    assert obs.shape == (2, *env.spec.obs_shape) and obs.dtype == jnp.float32
+    steps, _ = rollouts
+    T, B = case.steps, case.num_envs
+    assert steps["obs"].shape == steps["final_obs"].shape == (T, B, *env.spec.obs_shape)
+    assert steps["reward"].shape == (T, B) and steps["reward"].dtype == np.float32
+    assert steps["terminated"].dtype == steps["truncated"].dtype == np.bool_
+    assert steps["legal"].shape == (T, B, env.spec.num_actions)
+    masked = case.env_id.startswith(("jumanji:", "pgx:"))
+    assert (env.action_mask is not None) == masked
+    if masked:  # a real mask: some steps forbid some actions
+        assert not steps["legal"].all() and steps["legal"].any(axis=-1).all()
+
+
+def test_every_step_matches_the_suites_own_loop(case, rollouts):
+    ours, theirs = rollouts
+    np.testing.assert_array_equal(ours["action"], theirs["action"])
+    ended = ours["terminated"] | ours["truncated"]
+    np.testing.assert_array_equal(ended, theirs["ended"])
+    assert ended.any(), "the rollout must end episodes to compare their resets"
+    np.testing.assert_array_equal(ours["terminated"], theirs["ended"] & theirs["terminal"])
+    np.testing.assert_allclose(ours["reward"], theirs["reward"], rtol=1e-6)
+    # after an end, obs is the new episode's first and final_obs the old one's last
+    np.testing.assert_array_equal(ours["obs"], theirs["obs"])
+    np.testing.assert_array_equal(ours["final_obs"], theirs["final_obs"])
+    assert not np.array_equal(ours["obs"][ended], ours["final_obs"][ended])
+    np.testing.assert_array_equal(ours["obs"][~ended], ours["final_obs"][~ended])
+
+
+def test_episode_returns_and_lengths_are_the_suites(case, rollouts):
+    ours, theirs = rollouts
+    ended = theirs["ended"]
+    for b in range(case.num_envs):
+        start, total = 0, 0.0
+        for t in range(case.steps):
+            total += float(theirs["reward"][t, b])
+            if ended[t, b]:
+                assert ours["episode"]["length"][t, b] == t + 1 - start
+                np.testing.assert_allclose(ours["episode"]["return"][t, b], total, rtol=1e-5)
+                start, total = t + 1, 0.0
+
+
+def test_a_time_limit_truncates_and_a_terminal_state_terminates(case, rollouts):
+    ours, _ = rollouts
+    length = ours["episode"]["length"]
+    assert ours["terminated"].any(), "the rollout must reach terminal states"
+    assert not (ours["terminated"] & ours["truncated"]).any()
+    if case.time_limit is None:  # the suite has no time limit
+        assert not ours["truncated"].any()
+        return
+    assert ours["truncated"].any(), "the rollout must reach the time limit"
+    assert (length[ours["truncated"]] == case.time_limit).all()
+    assert (length[ours["terminated"]] <= case.time_limit).all()
