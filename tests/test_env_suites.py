@@ -5,16 +5,20 @@ keys and actions. Each suite's tests skip without its extra."""
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from nnxrl.config import EnvConfig
+from nnxrl.config import ConfigError, EnvConfig
 from nnxrl.envs import check_env_config, make_env
 from nnxrl.envs.base import legal_actions
+
+ROOT = Path(__file__).parents[1]
 
 
 @dataclass(frozen=True)
@@ -271,3 +275,84 @@ def test_a_time_limit_truncates_and_a_terminal_state_terminates(case, rollouts):
     assert ours["truncated"].any(), "the rollout must reach the time limit"
     assert (length[ours["truncated"]] == case.time_limit).all()
     assert (length[ours["terminated"]] <= case.time_limit).all()
+
+
+# ----- ids and options checked by name ------------------------------------------------------
+
+BAD_CONFIGS = {
+    "jumanji": [
+        (
+            {"id": "jumanji:Snake-v2"},
+            "unknown Jumanji environment 'jumanji:Snake-v2'; did you mean jumanji:Snake-v1",
+        ),
+        (
+            {"id": "jumanji:Snake-v1", "kwargs": {"time_limt": 5}},
+            "env.kwargs.time_limt: .*did you mean time_limit",
+        ),
+        (
+            {"id": "jumanji:Snake-v1", "kwargs": {"time_limit": "long"}},
+            "env.kwargs.time_limit: expected an integer",
+        ),
+        (
+            {"id": "jumanji:BinPack-v2"},
+            "action space; nnxrl's Jumanji adapter takes envs with one discrete action",
+        ),
+    ],
+    "xland": [
+        ({"id": "xland:XLand-MiniGrid-R1-9x9"}, "must be downloaded .* use a MiniGrid-\\* id"),
+        (
+            {"id": "xland:MiniGrid-Empty-5x5", "kwargs": {"view_size": 0}},
+            "env.kwargs.view_size: 0 must be at least 1",
+        ),
+    ],
+    "navix": [
+        ({"id": "navix:Navix-Empty-5x5-v9"}, "did you mean navix:Navix-Empty-5x5-v0"),
+        (
+            {"id": "navix:Navix-Empty-5x5-v0", "kwargs": {"observation": "pixels"}},
+            "observation: 'pixels' is not one of",
+        ),
+    ],
+    "pgx": [
+        (
+            {"id": "pgx:minatar-breakout"},
+            "train gymnax's own MinAtar envs instead \\(env.id: Breakout-MinAtar\\)",
+        ),
+        ({"id": "pgx:tic_tac_toe"}, "is a two-player game"),
+        (
+            {"id": "pgx:2048", "kwargs": {"size": 5}},
+            "env.kwargs.size: pgx:2048 has no option 'size'.*none",
+        ),
+        ({"id": "pgx:2048", "reset_ratio": 2}, "env.reset_ratio: 2 is for Craftax envs only"),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "suite, env, message", [(s, e, m) for s, cases in BAD_CONFIGS.items() for e, m in cases]
+)
+def test_a_bad_id_or_option_is_refused_by_name_before_anything_is_written(
+    suite, env, message, tmp_path
+):
+    from nnxrl import config as config_lib
+    from nnxrl.cli import main
+
+    pytest.importorskip(CASES[suite].package)
+    with pytest.raises(ConfigError, match=message):
+        config_lib.check_parts(config_lib.from_dict({"env": env}))
+    out = tmp_path / "run"
+    overrides = [f"env.{k}={v}" for k, v in env.items()]
+    args = ["train", str(ROOT / "configs/ppo-cartpole.yaml"), "--out", str(out)]
+    assert main(args + sum((["--set", o] for o in overrides), [])) == 2
+    assert not out.exists()
+
+
+def test_a_suite_without_its_extra_says_which_command_installs_it(monkeypatch):
+    from nnxrl.envs import suites
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "navix" else real(name, *a)
+    )
+    with pytest.raises(ConfigError, match="needs the Navix package.*`uv sync --extra navix`"):
+        check_env_config(EnvConfig(id="navix:Navix-Empty-5x5-v0"))
+    assert suites.suite_ids(suites.suite_of("navix:x")) == []

@@ -1,9 +1,9 @@
 """Navix's MiniGrid environments (``navix:Navix-Empty-5x5-v0``, ...) as a VecEnv.
 
 Optional: ``uv sync --extra navix``. ``env.kwargs``: ``max_steps`` (the time limit,
-default 100) and ``observation``, the name of one of Navix's observation functions
-(``symbolic``, ``symbolic_first_person``, ``categorical``, ``categorical_first_person``,
-``rgb``, ``rgb_first_person``; default: the env's own).
+default 4 x height x width) and ``observation``, the name of one of Navix's
+observation functions (``symbolic``, ``symbolic_first_person``, ``categorical``,
+``categorical_first_person``, ``rgb``, ``rgb_first_person``; default: the env's own).
 
 Navix's ``step(timestep, action)`` reports the step type: 0 a transition, 1 a
 truncation (the time limit, bootstrapped), 2 a termination; it resets an ended
@@ -43,15 +43,22 @@ def refusal(name: str) -> str | None:
 
 
 def options(name: str) -> dict[str, Any]:
-    return {"max_steps": 100, "observation": None}
+    import navix
+
+    return {"max_steps": int(navix.make(name).max_steps), "observation": None}
+
+
+def check(name: str, kwargs: dict[str, Any]) -> str | None:
+    observation = kwargs.get("observation")
+    if observation is not None and observation not in OBSERVATIONS:
+        return f"env.kwargs.observation: {observation!r} is not one of {list(OBSERVATIONS)}"
+    return None
 
 
 def make(name: str, num_envs: int, observation: str | None = None, **kwargs: Any) -> VecEnv:
     import navix
 
     if observation is not None:
-        if observation not in OBSERVATIONS:
-            raise ValueError(f"observation: {observation!r} is not one of {OBSERVATIONS}")
         kwargs["observation_fn"] = getattr(navix.observations, observation)
     env = navix.make(name, **kwargs)
 

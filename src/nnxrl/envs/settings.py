@@ -10,7 +10,13 @@ from nnxrl.schema import setting as _field
 
 @dataclass(frozen=True)
 class EnvConfig:
-    id: str = _field("CartPole-v1", "Environment id: any gymnax id or a Craftax id.")
+    id: str = _field(
+        "CartPole-v1",
+        "Environment id: a gymnax id, a Craftax id, brax:<name>, an id of another JAX "
+        "suite (jumanji:<name>, xland:<name>, navix:<name>, pgx:<name>, each an optional "
+        "extra), one of nnxrl's memory tasks or a registered env (`nnxrl configs` lists "
+        "the suites).",
+    )
     num_envs: int = _field(4, "Parallel environments per seed.", low=1)
     reset_ratio: int = _field(
         1,
@@ -18,7 +24,12 @@ class EnvConfig:
         "(1 = every env resets on its own). Must divide num_envs.",
         low=1,
     )
-    kwargs: dict = _field({}, "Keyword arguments for the environment constructor (gymnax).")
+    kwargs: dict = _field(
+        {},
+        "The env's own options, checked by name: a gymnax env's constructor arguments "
+        "and params, Brax's backend and episode_length, a suite's (e.g. Jumanji's "
+        "time_limit, Navix's and XLand-MiniGrid's max_steps).",
+    )
     previous_action_reward: bool = _field(
         False,
         "Append the previous step's action (one-hot if discrete) and reward to each "

@@ -10,8 +10,10 @@ mask where it has one, and the per-episode results it reports. An adapter expose
     refusal(name) -> str | None       why an id the suite lists cannot be used here
     options(name) -> {key: default}   the env.kwargs it takes
     make(name, num_envs, **kwargs)    the VecEnv
+    check(name, kwargs) -> str | None what is wrong with option values (optional)
 
-and this file checks a config against it before anything is built or written.
+and this file checks a config against it before anything is built or written. It
+imports no suite (nor JAX) until an id of one is checked or built.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ import importlib
 import importlib.util
 from dataclasses import dataclass
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-from nnxrl.envs.base import VecEnv
-from nnxrl.envs.gymnax_env import check_kind
 from nnxrl.envs.settings import EnvConfig
 from nnxrl.schema import ConfigError
+
+if TYPE_CHECKING:
+    from nnxrl.envs.base import VecEnv
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,7 @@ class Suite:
     extra: str  # `uv sync --extra <extra>` installs it
     package: str  # its import name
     adapter: str  # nnxrl's module for it
+    example: str  # an id of it
 
     def available(self) -> bool:
         return importlib.util.find_spec(self.package) is not None
@@ -44,10 +49,17 @@ class Suite:
 
 
 SUITES = (
-    Suite("Jumanji", "jumanji:", "jumanji", "jumanji", "nnxrl.envs.jumanji_env"),
-    Suite("XLand-MiniGrid", "xland:", "xland", "xminigrid", "nnxrl.envs.xland_env"),
-    Suite("Navix", "navix:", "navix", "navix", "nnxrl.envs.navix_env"),
-    Suite("Pgx", "pgx:", "pgx", "pgx", "nnxrl.envs.pgx_env"),
+    Suite("Jumanji", "jumanji:", "jumanji", "jumanji", "nnxrl.envs.jumanji_env", "Snake-v1"),
+    Suite(
+        "XLand-MiniGrid",
+        "xland:",
+        "xland",
+        "xminigrid",
+        "nnxrl.envs.xland_env",
+        "MiniGrid-Empty-8x8",
+    ),
+    Suite("Navix", "navix:", "navix", "navix", "nnxrl.envs.navix_env", "Navix-Empty-8x8-v0"),
+    Suite("Pgx", "pgx:", "pgx", "pgx", "nnxrl.envs.pgx_env", "2048"),
 )
 
 
@@ -82,6 +94,8 @@ def check_suite_config(suite: Suite, env: EnvConfig) -> None:
         raise ConfigError(f"env.id: unknown {suite.name} environment {env.id!r}{hint} Known: {ids}")
     if env.reset_ratio != 1:
         raise ConfigError(f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only")
+    from nnxrl.envs.gymnax_env import check_kind
+
     options = adapter.options(name)
     for key, value in env.kwargs.items():
         if key not in options:
@@ -95,6 +109,9 @@ def check_suite_config(suite: Suite, env: EnvConfig) -> None:
             check_kind(f"env.kwargs.{key}", value, options[key])
         except ValueError as e:
             raise ConfigError(str(e)) from None
+    wrong = adapter.check(name, env.kwargs) if hasattr(adapter, "check") else None
+    if wrong:
+        raise ConfigError(wrong)
 
 
 def make_suite_env(suite: Suite, env: EnvConfig, num_envs: int) -> VecEnv:
