@@ -62,9 +62,13 @@ TINY = [
 ]
 
 
-@pytest.fixture(scope="module", params=["ppo", "pqn"])
+@pytest.fixture(scope="module", params=["ppo", "pqn", "ppo-gru", "pqn-gru"])
 def trained(request, tmp_path_factory) -> tuple[str, nnxrl.RunResult]:
-    config = nnxrl.load_config(ROOT / f"configs/{request.param}-cartpole.yaml", TINY)
+    """A tiny run of PPO or PQN, feed-forward or recurrent (whose rollouts and losses
+    take another path: sequences, and the truncation bootstrap inside the scan)."""
+    algo, _, kind = request.param.partition("-")
+    overrides = [*TINY, f"network.kind={kind or 'feedforward'}", f"{algo}.num_minibatches=2"]
+    config = nnxrl.load_config(ROOT / f"configs/{algo}-cartpole.yaml", overrides)
     return request.param, nnxrl.train(config, tmp_path_factory.mktemp(request.param) / "run")
 
 
