@@ -22,6 +22,7 @@ import sys
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from nnxrl import config as config_lib
@@ -390,7 +391,21 @@ def _configs(args: argparse.Namespace) -> int:
     width = max(map(len, found))
     for name, path in found.items():
         print(f"  {name:<{width}}  {describe(path)}")
+    print_suites(found)
     return 0
+
+
+def print_suites(configs: dict[str, Path]) -> None:
+    """The env suites behind id prefixes: an id, the shipped configs that train one,
+    and whether the suite's extra is installed (else the command that installs it)."""
+    from nnxrl.envs.suites import SUITES
+
+    print("\nenv suites (env.id PREFIX:NAME), each an optional extra:")
+    for suite in SUITES:
+        shipped = [n for n, p in configs.items() if f"id: {suite.prefix}" in p.read_text()]
+        state = "installed" if suite.available() else f"uv sync --extra {suite.extra}"
+        example = suite.prefix + suite.example
+        print(f"  {suite.name:<15} {example:<28} {', '.join(shipped):<20} {state}")
 
 
 def _count(low: int, high: int | None = None):
