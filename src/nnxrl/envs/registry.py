@@ -21,7 +21,14 @@ from nnxrl.envs.gymnax_env import gymnax_ids, make_gymnax_env, split_kwargs
 from nnxrl.envs.memory_tasks import make_repeat_previous, make_stateless_cartpole
 from nnxrl.envs.previous_step import check_flat_observations, with_previous_step
 from nnxrl.envs.settings import EnvConfig
-from nnxrl.envs.suites import SUITES, check_suite_config, make_suite_env, suite_ids, suite_of
+from nnxrl.envs.suites import (
+    SUITES,
+    check_listed,
+    check_suite_config,
+    make_suite_env,
+    suite_ids,
+    suite_of,
+)
 from nnxrl.schema import ConfigError
 
 # id -> factory(num_envs, **kwargs) -> VecEnv: nnxrl's memory tasks, and the envs
@@ -119,12 +126,7 @@ def check_brax_config(env: EnvConfig, ids: list[str]) -> None:
             f"env.id: {env.id!r} needs the brax package, an optional extra: install it with "
             "`uv sync --extra brax`"
         )
-    if env.id not in ids:
-        close = difflib.get_close_matches(env.id, ids, n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise ConfigError(f"env.id: unknown Brax environment {env.id!r}{hint} Known: {ids}")
-    if env.reset_ratio != 1:
-        raise ConfigError(f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only")
+    check_listed(env, "Brax", ids)
     backend = env.kwargs.get("backend", "spring")
     if backend not in ("spring", "positional", "generalized", "mjx"):
         raise ConfigError(

@@ -87,13 +87,7 @@ def check_suite_config(suite: Suite, env: EnvConfig) -> None:
     refused = adapter.refusal(name)
     if refused:
         raise ConfigError(f"env.id: {env.id!r} {refused}")
-    ids = suite_ids(suite)
-    if env.id not in ids:
-        close = difflib.get_close_matches(env.id, ids, n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise ConfigError(f"env.id: unknown {suite.name} environment {env.id!r}{hint} Known: {ids}")
-    if env.reset_ratio != 1:
-        raise ConfigError(f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only")
+    check_listed(env, suite.name, suite_ids(suite))
     from nnxrl.envs.gymnax_env import check_kind
 
     options = adapter.options(name)
@@ -112,6 +106,17 @@ def check_suite_config(suite: Suite, env: EnvConfig) -> None:
     wrong = adapter.check(name, env.kwargs) if hasattr(adapter, "check") else None
     if wrong:
         raise ConfigError(wrong)
+
+
+def check_listed(env: EnvConfig, family: str, ids: list[str]) -> None:
+    """Raise ConfigError for an ``env.id`` not among the ``family``'s ``ids`` (naming
+    the closest) or a reset_ratio other than 1 (Craftax's alone)."""
+    if env.id not in ids:
+        close = difflib.get_close_matches(env.id, ids, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ConfigError(f"env.id: unknown {family} environment {env.id!r}{hint} Known: {ids}")
+    if env.reset_ratio != 1:
+        raise ConfigError(f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only")
 
 
 def make_suite_env(suite: Suite, env: EnvConfig, num_envs: int) -> VecEnv:
