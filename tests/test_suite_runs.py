@@ -1,6 +1,7 @@
 """Each suite's shipped config, shrunk, trained through the CLI: finite losses, episodes
-that end, a policy that evaluates, and a run stopped part-way that resumes to the
-uninterrupted run's metrics and parameters exactly. Each skips without its extra."""
+that end, a policy that evaluates and renders, and a run stopped part-way that resumes
+to the uninterrupted run's metrics and parameters exactly. Each skips without its
+extra."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import jax
 import numpy as np
 import pytest
 from cli_runs import ROOT, sets
+from PIL import Image
 
 from nnxrl.agent.policy import load_policy
 from nnxrl.cli import main
@@ -85,6 +87,10 @@ def test_a_suites_shipped_config_trains_evaluates_and_resumes_exactly(suite, tmp
     chosen = ["--setting", "1"] if sweep else []  # a sweep's policy is one setting's
     assert main(["eval", str(whole), "--episodes", "2", "--json", str(report), *chosen]) == 0
     assert json.loads(report.read_text())["seeds"][0]["episodes"] == 2
+    gif = tmp_path / "episode.gif"  # drawn by the suite's own renderer where it has one
+    assert main(["render", str(whole), "--out", str(gif), *chosen]) == 0
+    with Image.open(gif) as image:
+        assert image.n_frames > 1
 
 
 def random_play_return(env_id: str, episodes_from: int = 64, steps: int = 1500) -> float:

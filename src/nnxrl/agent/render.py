@@ -3,8 +3,9 @@
 Craftax frames come from Craftax's own pixel renderer (its textures prepared once per
 machine, ``envs/craftax_textures.py``). Classic control is drawn from the state
 (CartPole, Acrobot, MountainCar; gymnax's own visualiser needs gym's pygame renderer,
-so these few shapes are drawn here with Pillow). Envs whose observation is a grid
-(the MinAtar games, DeepSea, Catch, ...) are drawn from the observation as gymnax's
+so these few shapes are drawn here with Pillow). Jumanji, XLand-MiniGrid and Navix
+envs are drawn by their suites' own renderers. Envs whose observation is a grid
+(the MinAtar games, DeepSea, Catch, Pgx's 2048, ...) are drawn from the observation as gymnax's
 visualiser does: one colour per channel. Other envs get a clear message. One frame
 per step: the state each action was chosen in; ``scale`` enlarges frames (nearest
 neighbour) and ``overlay`` writes the step and the return so far above each frame.
@@ -26,14 +27,19 @@ from nnxrl.agent.policy import Policy
 from nnxrl.envs import CRAFTAX_IDS, make_env
 from nnxrl.envs.base import legal_actions
 from nnxrl.envs.brax_env import PREFIX as BRAX_PREFIX
+from nnxrl.envs.settings import EnvConfig
+from nnxrl.envs.suites import suite_of
 
 MOUNTAIN_CAR_GOALS = {"MountainCar-v0": 0.5, "MountainCarContinuous-v0": 0.45}
 DRAWN_FROM_STATE = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", *MOUNTAIN_CAR_GOALS)
 GRID_CELL = 16  # pixels per cell of a grid observation
 
 
-def frame_renderer(env_id: str, obs_shape: tuple[int, ...]) -> Callable[[Any, Any], np.ndarray]:
+def frame_renderer(env: EnvConfig, obs_shape: tuple[int, ...]) -> Callable[[Any, Any], np.ndarray]:
     """(state of one env, its observation) -> frame [H, W, 3] uint8."""
+    env_id, suite = env.id, suite_of(env.id)
+    if suite and hasattr(suite.module(), "frames"):  # the suite's own renderer
+        return suite.module().frames(env_id.removeprefix(suite.prefix), env.kwargs)
     if env_id in CRAFTAX_IDS:
         from nnxrl.envs.craftax_textures import prepare_textures
 
@@ -219,7 +225,7 @@ def render_episode(
     if not 0 <= seed < policy.num_seeds:
         raise ValueError(f"--seed: {seed} is not one of the run's seeds 0..{policy.num_seeds - 1}")
     env = make_env(dataclasses.replace(policy.env, num_envs=1, reset_ratio=1))
-    draw = frame_renderer(policy.env.id, env.spec.obs_shape)
+    draw = frame_renderer(policy.env, env.spec.obs_shape)
     frames = []
 
     def add_frame(state: Any, obs: Any, total: float) -> None:

@@ -21,10 +21,12 @@ supported: an env with a multi-discrete action space is refused.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from nnxrl.envs.base import VecEnv
 from nnxrl.envs.single import from_single
@@ -58,6 +60,25 @@ def options(name: str) -> dict[str, Any]:
 
     signature = inspect.signature(type(jumanji.make(name)).__init__)
     return {k: p.default for k, p in signature.parameters.items() if k != "self"}
+
+
+def frames(name: str, kwargs: dict[str, Any]) -> Callable[[Any, Any], np.ndarray]:
+    """The env's own Matplotlib viewer, switched to drawing into an array."""
+    import jumanji
+    from jumanji.viewer import MatplotlibViewer
+
+    env = jumanji.make(name, **kwargs)
+    viewer = getattr(env, "_viewer", None)
+    if not isinstance(viewer, MatplotlibViewer):
+        raise ValueError(f"nnxrl render: jumanji:{name} has no Matplotlib viewer to draw with")
+    viewer = type(viewer)(render_mode="rgb_array")
+
+    def draw(carry: Any, obs: Any) -> np.ndarray:
+        frame = np.asarray(viewer.render(carry[0]), np.uint8)[..., :3]
+        step = max(1, frame.shape[0] // 256)  # its 10-inch figure, to about 256 pixels
+        return np.ascontiguousarray(frame[::step, ::step])
+
+    return draw
 
 
 def make(name: str, num_envs: int, **kwargs: Any) -> VecEnv:

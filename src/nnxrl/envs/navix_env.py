@@ -13,10 +13,12 @@ itself, on the step that ended them. Navix has no action mask.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from nnxrl.envs.base import VecEnv
 from nnxrl.envs.single import from_single
@@ -53,6 +55,14 @@ def check(name: str, kwargs: dict[str, Any]) -> str | None:
     if observation is not None and observation not in OBSERVATIONS:
         return f"env.kwargs.observation: {observation!r} is not one of {list(OBSERVATIONS)}"
     return None
+
+
+def frames(name: str, kwargs: dict[str, Any]) -> Callable[[Any, Any], np.ndarray]:
+    """Navix's own RGB rendering of the whole grid (its ``rgb`` observation)."""
+    import navix
+
+    draw = jax.jit(navix.observations.rgb)
+    return lambda timestep, obs: np.asarray(draw(timestep.state), np.uint8)
 
 
 def make(name: str, num_envs: int, observation: str | None = None, **kwargs: Any) -> VecEnv:

@@ -11,6 +11,8 @@ mask where it has one, and the per-episode results it reports. An adapter expose
     options(name) -> {key: default}   the env.kwargs it takes
     make(name, num_envs, **kwargs)    the VecEnv
     check(name, kwargs) -> str | None what is wrong with option values (optional)
+    frames(name, kwargs) -> draw      draw(state of one env, obs) -> [H, W, 3] uint8,
+                                      with the suite's own renderer (optional)
 
 and this file checks a config against it before anything is built or written. It
 imports no suite (nor JAX) until an id of one is checked or built.

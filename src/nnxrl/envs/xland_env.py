@@ -13,10 +13,12 @@ nnxrl downloads nothing while it runs. XLand-MiniGrid has no action mask.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from nnxrl.envs.base import VecEnv
 from nnxrl.envs.single import from_single
@@ -46,6 +48,15 @@ def options(name: str) -> dict[str, Any]:
 
     _, params = xminigrid.make(name)
     return {k: getattr(params, k) for k in PARAMS}
+
+
+def frames(name: str, kwargs: dict[str, Any]) -> Callable[[Any, Any], np.ndarray]:
+    """XLand-MiniGrid's own RGB renderer: the whole grid, the agent's view shaded."""
+    import xminigrid
+
+    env, params = xminigrid.make(name, **kwargs)
+    params = params.replace(render_mode="rgb_array")
+    return lambda timestep, obs: np.asarray(env.render(params, timestep), np.uint8)
 
 
 def make(name: str, num_envs: int, **kwargs: Any) -> VecEnv:
