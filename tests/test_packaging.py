@@ -11,6 +11,7 @@ import pytest
 
 from nnxrl import config as C
 from nnxrl.cli import main
+from nnxrl.envs.suites import SUITES
 from nnxrl.run import schedule
 from nnxrl.shipped_configs import find_config, shipped_configs
 
@@ -57,6 +58,8 @@ def test_configs_are_found_by_name_and_a_wrong_name_lists_them(tmp_path, monkeyp
     with pytest.raises(C.ConfigError, match=r"ppo-cartpol.*does not exist.*ppo-cartpole, "):
         C.load("ppo-cartpol")
     assert main(["configs"]) == 0
-    listed = capsys.readouterr().out
-    assert len(listed.splitlines()) == len(shipped_configs()) + 1
-    assert "ppo-cartpole" in listed and "PPO on CartPole-v1" in listed
+    configs, suites = capsys.readouterr().out.split("\n\n")
+    assert len(configs.splitlines()) == len(shipped_configs()) + 1  # a title, then one each
+    assert "ppo-cartpole" in configs and "PPO on CartPole-v1" in configs
+    assert len(suites.splitlines()) == len(SUITES) + 1  # each suite, with an id and a config
+    assert "pgx:2048" in suites and "ppo-pgx-2048" in suites
