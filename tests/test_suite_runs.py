@@ -1,7 +1,8 @@
-"""Each suite's shipped config, shrunk, trained through the CLI: finite losses, episodes
-that end, a policy that evaluates and renders, and a run stopped part-way that resumes
-to the uninterrupted run's metrics and parameters exactly. Each skips without its
-extra."""
+"""Each suite's shipped config, shrunk, trained through the CLI with an add-on, a sweep
+and its envs split over two devices (what every env takes, a suite's too): finite
+losses, episodes that end, a policy that evaluates and renders, and a run stopped
+part-way that resumes to the uninterrupted run's metrics and parameters exactly. Each
+skips without its extra."""
 
 from __future__ import annotations
 
@@ -17,36 +18,30 @@ from nnxrl.agent.policy import load_policy
 from nnxrl.cli import main
 from nnxrl.logging.jsonl import read_records
 
-# config, its package, overrides that end episodes within the run and that add one
-# of the add-ons, the device mesh over envs or a sweep, to show each suite takes them
+# config, its package, overrides: episodes that end within the run, and an add-on
 RUNS = {
     "jumanji": (
         "ppo-jumanji-snake",
         "jumanji",
-        ["env.kwargs={time_limit: 20}", "mesh.envs=2", "intrinsic.addon=rnd"],
+        ["env.kwargs={time_limit: 20}", "intrinsic.addon=rnd"],
     ),
     "xland": (
         "pqn-xland-empty",
         "xminigrid",
-        ["env.kwargs={max_steps: 12}", "sweep.grid={pqn.learning_rate: [1.0e-4, 3.0e-4]}"],
+        ["env.kwargs={max_steps: 12}", "intrinsic.addon=rnd"],
     ),
-    "navix": (
-        "ppo-navix-empty",
-        "navix",
-        ["env.kwargs={max_steps: 12}", "intrinsic.addon=icm", "mesh.envs=2"],
-    ),
+    "navix": ("ppo-navix-empty", "navix", ["env.kwargs={max_steps: 12}", "intrinsic.addon=icm"]),
     # random 2048 games end in about 100 moves
-    "pgx": (
-        "ppo-pgx-2048",
-        "pgx",
-        ["intrinsic.addon=e3b", "sweep.grid={ppo.ent_coef: [0.0, 0.01]}"],
-    ),
+    "pgx": ("ppo-pgx-2048", "pgx", ["intrinsic.addon=e3b"]),
 }
 
 
 def tiny(algo: str) -> list[str]:
-    """4 updates of 8 envs x 32 steps, a checkpoint every 2."""
+    """4 updates of 8 envs x 32 steps, a checkpoint every 2; a sweep of two learning
+    rates in the program, each setting's envs split over the two devices."""
     return [
+        f"sweep.grid={{{algo}.learning_rate: [1.0e-4, 3.0e-4]}}",
+        "mesh.envs=2",
         "env.num_envs=8",
         f"{algo}.num_steps=32",
         f"{algo}.num_minibatches=2",
@@ -71,11 +66,8 @@ def test_a_suites_shipped_config_trains_evaluates_and_resumes_exactly(suite, tmp
     assert sorted({r["update"] for r in records}) == [1, 2, 3, 4]
     assert all(np.isfinite(r["loss/total"]) for r in records)
     assert sum(r["episode_count"] for r in records) > 0, "episodes must end"
-    if any(o.startswith("intrinsic.addon=") for o in overrides):
-        assert all(r["reward/intrinsic"] > 0 for r in records)
-    sweep = any(o.startswith("sweep.grid=") for o in overrides)
-    if sweep:
-        assert {r["setting"] for r in records} == {0, 1}
+    assert all(r["reward/intrinsic"] > 0 for r in records)  # the add-on's bonus
+    assert {r["setting"] for r in records} == {0, 1}  # both settings of the sweep
     args = ["train", config, "--out", str(split), "--stop-after", "2", *overrides]
     assert main(args) == 130
     assert main(["train", "--resume", str(split), "--set", "logging.backends=[]"]) == 0
@@ -84,7 +76,7 @@ def test_a_suites_shipped_config_trains_evaluates_and_resumes_exactly(suite, tmp
     for x, y in zip(jax.tree.leaves(a.params), jax.tree.leaves(b.params), strict=True):
         np.testing.assert_array_equal(x, y)
     report = tmp_path / "eval.json"
-    chosen = ["--setting", "1"] if sweep else []  # a sweep's policy is one setting's
+    chosen = ["--setting", "1"]  # a sweep's policy is one setting's
     assert main(["eval", str(whole), "--episodes", "2", "--json", str(report), *chosen]) == 0
     assert json.loads(report.read_text())["seeds"][0]["episodes"] == 2
     gif = tmp_path / "episode.gif"  # drawn by the suite's own renderer where it has one
