@@ -128,32 +128,25 @@ def test_runs_sharing_a_folders_mlflow_store_at_once_each_get_every_point(tmp_pa
         assert sorted(m.step for m in history) == [128 * u for u in range(1, 41)], run
 
 
-class DeleteStore:
-    """A backend that deletes the folder's MLflow store once update 8 is recorded and
-    the MLflow run has been made in it (backends start in threads of their own)."""
+def delete_store_after_update(monkeypatch, store: Path, update: int) -> None:
+    """Delete the folder's MLflow store in the MLflow backend's own thread, right after
+    it has written the batch holding ``update``: so the deletion always comes before
+    that backend's later writes and its close, however the threads are scheduled (a
+    separate backend deleting it raced the end of the run)."""
+    from nnxrl.logging.mlflow_tracker import MlflowBackend
 
-    name = "delete-store"
+    write, deleted = MlflowBackend.write, []
 
-    def __init__(self, run: Path, store: Path):
-        self.run, self.store, self.deleted = run, store, False
+    def write_then_delete(self, batch) -> None:
+        write(self, batch)
+        if batch.aggregates[-1]["update"] >= update and not deleted:
+            store.unlink()
+            deleted.append(update)
 
-    def open(self) -> None:
-        pass
-
-    def write(self, batch) -> None:
-        if self.deleted or batch.aggregates[-1]["update"] < 8:
-            return
-        deadline = time.monotonic() + 120
-        while not (self.run / "mlflow_run_id").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.store.unlink()
-        self.deleted = True
-
-    def close(self, status: str) -> None:
-        pass
+    monkeypatch.setattr(MlflowBackend, "write", write_then_delete)
 
 
-def test_a_store_deleted_mid_run_gets_the_whole_run_at_the_end(tmp_path, capfd):
+def test_a_store_deleted_mid_run_gets_the_whole_run_at_the_end(tmp_path, capfd, monkeypatch):
     from mlflow import MlflowClient
 
     from nnxrl import config as config_lib
@@ -163,7 +156,8 @@ def test_a_store_deleted_mid_run_gets_the_whole_run_at_the_end(tmp_path, capfd):
     run = tmp_path / "runs" / "run"
     store = local_store_path(run)
     config = config_lib.load(CARTPOLE, [*SHORT, "logging.backends=[mlflow]"])
-    run_training(config, run, quiet=True, extra_backends=(DeleteStore(run, store),))
+    delete_store_after_update(monkeypatch, store, 8)
+    run_training(config, run, quiet=True)
     assert "was deleted or replaced during the run" in capfd.readouterr().err
     client = MlflowClient(tracking_uri=local_store_uri(run))
     run_id = (run / "mlflow_run_id").read_text().strip()
