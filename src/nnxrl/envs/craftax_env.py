@@ -5,11 +5,16 @@ Craftax's own wrappers report ``done`` only; here the time limit
 through it, and each finished episode reports its achievements.
 
 Resetting many worlds at once is the expensive part of Craftax on a CPU: world
-generation is noise-based, and by default XLA CPU compiles a vmapped reset of 1024
-worlds into one YNNPACK fusion that takes 44 s. The training programs are
-therefore compiled with YNNPACK fusions kept to dot products on CPU (see
-``EnvSpec.cpu_options``, applied by ``nnxrl.run.programs``; 0.47 s, against 0.60 s for a chunked
-``lax.map`` without it: ``benchmarks/craftax_reset.py``). With ``reset_ratio > 1``
+generation is noise-based, and by default XLA CPU turns parts of a vmapped reset into
+YNNPACK element-wise and reduction fusions, one of which takes 44 s for 1024 worlds.
+The programs are therefore compiled with YNNPACK fusions kept to single dot
+products on CPU (``EnvSpec.cpu_options``, applied by ``nnxrl.run.programs``): world
+generation then runs as XLA's own code, while the network's matrix products keep
+YNNPACK's kernels. (Keeping the fusions to dots *with* their neighbours,
+``LIBRARY_FUSION_TYPE_DOT``, the earlier choice, also avoids the slow fusion but makes
+the network's products slower: feed-forward PPO ran at 253 env steps/s with it, 424
+with XLA's defaults and 464 with single dots; ``docs/performance.md``.)
+With ``reset_ratio > 1``
 only ``num_envs / reset_ratio`` fresh worlds are made each step and shared out
 among the envs that finished (the optimistic reset of the Craftax baselines).
 """
@@ -25,9 +30,9 @@ import jax.numpy as jnp
 from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
 from nnxrl.envs.craftax_textures import prepare_textures
 
-# On CPU, world generation compiles into one very slow YNNPACK fusion; keeping those
-# fusions to dot products avoids it (benchmarks/craftax_reset.py).
-YNN_DOT_ONLY = (("xla_cpu_experimental_ynn_fusion_type", "LIBRARY_FUSION_TYPE_DOT"),)
+# On CPU, world generation compiles into one very slow YNNPACK fusion; keeping YNNPACK
+# to single dot products avoids it and keeps the network fast (docs/performance.md).
+YNN_DOTS_ONLY = (("xla_cpu_experimental_ynn_fusion_type", "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"),)
 
 CRAFTAX_IDS = (
     "Craftax-Classic-Symbolic-v1",
@@ -70,7 +75,7 @@ def make_craftax_env(env_id: str, num_envs: int, reset_ratio: int = 1) -> VecEnv
         obs_shape=tuple(env.observation_space(params).shape),
         num_actions=int(env.num_actions),
         achievement_names=achievement_names(env_id),
-        cpu_options=YNN_DOT_ONLY,
+        cpu_options=YNN_DOTS_ONLY,
     )
     reset = partial(reset_worlds, reset_one, num_envs)
     step = partial(step_worlds, reset_one, step_one, num_envs, num_envs // reset_ratio)

@@ -7,18 +7,27 @@ import dataclasses
 import difflib
 import inspect
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
+from nnxrl.envs.plotting_imports import deferred_plotting
+
+
+def import_gymnax() -> Any:
+    """gymnax, its module-level plotting imports deferred to their first use
+    (``plotting_imports.py``: they are most of its import time)."""
+    deferred_plotting()
+    import gymnax
+
+    return gymnax
 
 
 def gymnax_ids() -> list[str]:
-    import gymnax
-
-    return list(gymnax.registered_envs)
+    return list(import_gymnax().registered_envs)
 
 
 def split_kwargs(env_id: str, kwargs: dict) -> tuple[dict, dict]:
@@ -27,7 +36,7 @@ def split_kwargs(env_id: str, kwargs: dict) -> tuple[dict, dict]:
     A gymnax env takes some options in its constructor (DeepSea's ``size``) and the
     rest as fields of its EnvParams (``max_steps_in_episode``). Raises ValueError
     naming ``env.kwargs.<key>`` for an unknown option or a value of the wrong type."""
-    import gymnax
+    gymnax = import_gymnax()
 
     env, params = gymnax.make(env_id)
     constructor = {
@@ -74,7 +83,7 @@ def check_kind(key: str, value, default) -> None:
 
 
 def make_gymnax_env(env_id: str, num_envs: int, **kwargs) -> VecEnv:
-    import gymnax
+    gymnax = import_gymnax()
 
     ctor_kwargs, param_kwargs = split_kwargs(env_id, kwargs)
     env, params = gymnax.make(env_id, **ctor_kwargs)
@@ -117,7 +126,7 @@ def make_gymnax_env(env_id: str, num_envs: int, **kwargs) -> VecEnv:
 
 def action_bounds(action_space) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """A Box space's per-dimension bounds as (low, high) tuples; ((), ()) for Discrete."""
-    from gymnax.environments import spaces
+    spaces = import_gymnax().environments.spaces
 
     if isinstance(action_space, spaces.Discrete):
         return (), ()

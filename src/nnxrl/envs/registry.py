@@ -149,10 +149,9 @@ def is_continuous(env: EnvConfig) -> bool:
         return True
     if suite_of(env.id):
         return False
-    import gymnax
+    from nnxrl.envs.gymnax_env import action_bounds, import_gymnax
 
-    from nnxrl.envs.gymnax_env import action_bounds
-
+    gymnax = import_gymnax()
     ctor_kwargs, _ = split_kwargs(env.id, env.kwargs)
     made, params = gymnax.make(env.id, **ctor_kwargs)
     return bool(action_bounds(made.action_space(params))[0])

@@ -1,0 +1,211 @@
+"""nnxrl beside the script it rewrites: Craftax_Baselines' ppo.py and ppo_rnn.py.
+
+    uv run python benchmarks/craftax_baselines.py --baselines ~/src/Craftax_Baselines
+    uv run python benchmarks/craftax_baselines.py --baselines DIR --kind ff --repeats 1
+    uv run python benchmarks/craftax_baselines.py --baselines DIR --env Craftax-Classic-Symbolic-v1
+
+DIR is a local clone of the public repository MichaelTMatthews/Craftax_Baselines,
+kept outside this repository (its files are another project's): ``git clone`` it
+anywhere. Its scripts run unchanged, through their own ``__main__`` and argparse,
+with this project's Python and packages (plus distrax and chex, which they import:
+``uv run --with distrax --with chex``), logging switched to W&B's disabled mode.
+
+Both sides train the same workload: 64 envs x 64 steps, 4 epochs x 8 minibatches,
+width 512, the baselines' PPO hyperparameters, optimistic resets with ratio 16, one
+seed, ``--updates`` updates, every compile cold (nnxrl's saved programs and JAX's
+cache off). Each measurement is a fresh process; the two sides alternate within each
+repetition (A B, then B A) so that drift in the machine's speed hits both alike.
+
+Per update wall times come from a mark at the end of each update: the baselines'
+own once-per-update callback (``logz.batch_logging.batch_log``, wrapped to note the
+time, then called), and nnxrl's host hand-over of each finished update
+(``MetricLogger.log_chunk``, one update per chunk). Columns: steady env steps/s
+(4096 env steps over the median time between marks after the first), the time from
+the worker's first line to the end of the first update (imports, env and network
+set-up, compilation, one update), and the worker's peak RSS. The table gives
+medians and nnxrl / baselines.
+"""
+
+from __future__ import annotations
+
+import time
+
+STARTED = time.time()  # the worker's first line: the start of "time to first update"
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+HERE = Path(__file__).resolve()
+ROOT = HERE.parent.parent
+NUM_ENVS, NUM_STEPS = 64, 64
+SCRIPTS = {"ff": "ppo.py", "rnn": "ppo_rnn.py"}
+CONFIGS = {"ff": "ppo-craftax-classic-symbolic", "rnn": "ppo-rnn-craftax-symbolic"}
+HOW_TO_GET = (
+    "benchmarks/craftax_baselines.py needs a local clone of Craftax_Baselines (the public "
+    "GitHub repository MichaelTMatthews/Craftax_Baselines), kept outside this repository:\n"
+    "  git clone <its address> ~/src/Craftax_Baselines\n"
+    "  uv run python benchmarks/craftax_baselines.py --baselines ~/src/Craftax_Baselines"
+)
+
+
+def main() -> None:
+    args = parse_args()
+    if args.worker:
+        marks = run_worker(args)
+        print("RESULT " + json.dumps({"started": STARTED, "marks": marks, "rss": peak_rss_mib()}))
+        return
+    if args.baselines is None or not (Path(args.baselines) / "ppo.py").is_file():
+        sys.exit(HOW_TO_GET)
+    print(f"{args.env}: {NUM_ENVS} envs x {NUM_STEPS} steps, {args.updates} updates, cold")
+    print("| kind | side | rep | env steps/s | first update s | peak RSS MiB |")
+    print("|---|---|---:|---:|---:|---:|", flush=True)
+    table = [summarise(kind, measure_kind(args, kind)) for kind in args.kind or ("ff", "rnn")]
+    print("\nMedians, and nnxrl / baselines:\n")
+    print("| kind | side | env steps/s | first update s | peak RSS MiB |")
+    print("|---|---|---:|---:|---:|")
+    for rows in table:
+        print("\n".join(rows))
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baselines", help="a local clone of Craftax_Baselines")
+    parser.add_argument("--env", default="Craftax-Symbolic-v1")
+    parser.add_argument("--kind", choices=tuple(SCRIPTS), action="append", help="default: both")
+    parser.add_argument("--updates", type=int, default=6)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--set", action="append", default=[], help="an nnxrl override")
+    parser.add_argument("--worker", choices=("nnxrl", "baselines"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker-kind", choices=tuple(SCRIPTS), help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+def measure_kind(args: argparse.Namespace, kind: str) -> dict[str, list[dict]]:
+    """Both sides ``--repeats`` times, alternated, each a fresh process."""
+    runs: dict[str, list[dict]] = {"nnxrl": [], "baselines": []}
+    for rep in range(args.repeats):
+        order = ("nnxrl", "baselines") if rep % 2 == 0 else ("baselines", "nnxrl")
+        for side in order:
+            result = measure(args, side, kind)
+            runs[side].append(result)
+            print(row(kind, side, str(rep + 1), result), flush=True)
+    return runs
+
+
+def measure(args: argparse.Namespace, side: str, kind: str) -> dict:
+    """One fresh worker: its steady env steps/s, first update time and peak RSS."""
+    command = ["uv", "run"]
+    if side == "baselines":
+        command += ["--with", "distrax", "--with", "chex"]
+    command += ["python", str(HERE), "--worker", side, "--worker-kind", kind]
+    command += ["--env", args.env, "--updates", str(args.updates)]
+    command += ["--baselines", str(Path(args.baselines).resolve())]
+    command += [f"--set={o}" for o in args.set]
+    env = {**os.environ, "WANDB_MODE": "disabled", "WANDB_SILENT": "true"}
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        sys.exit(f"{side} {kind} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    result = json.loads(lines[-1].removeprefix("RESULT "))
+    marks = result["marks"]
+    between = [b - a for a, b in zip(marks, marks[1:], strict=False)]
+    return {
+        "sps": NUM_ENVS * NUM_STEPS / statistics.median(between),
+        "first": marks[0] - result["started"],
+        "rss": result["rss"],
+    }
+
+
+def row(kind: str, side: str, rep: str, r: dict) -> str:
+    return f"| {kind} | {side} | {rep} | {r['sps']:,.0f} | {r['first']:.1f} | {r['rss']:,.0f} |"
+
+
+def summarise(kind: str, runs: dict[str, list[dict]]) -> list[str]:
+    """The medians of each side and their ratio, as table rows."""
+    med = {
+        side: {k: statistics.median(r[k] for r in rs) for k in ("sps", "first", "rss")}
+        for side, rs in runs.items()
+    }
+    a, b = med["nnxrl"], med["baselines"]
+    ratio = " | ".join(f"{a[k] / b[k]:.2f}x" for k in ("sps", "first", "rss"))
+    return [
+        f"| {kind} | nnxrl | {a['sps']:,.0f} | {a['first']:.1f} | {a['rss']:,.0f} |",
+        f"| {kind} | Craftax_Baselines | {b['sps']:,.0f} | {b['first']:.1f} | {b['rss']:,.0f} |",
+        f"| {kind} | nnxrl / baselines | {ratio} |",
+    ]
+
+
+def run_worker(args: argparse.Namespace) -> list[float]:
+    """Train one side in this process; the Unix time at the end of each update."""
+    marks: list[float] = []
+    if args.worker == "baselines":
+        run_baselines(args, marks)
+    else:
+        run_nnxrl(args, marks)
+    return marks
+
+
+def run_baselines(args: argparse.Namespace, marks: list[float]) -> None:
+    """The baselines' script as its own ``__main__``, its per-update callback timed."""
+    import runpy
+
+    sys.path.insert(0, args.baselines)
+    import logz.batch_logging as batch_logging
+
+    batch_log = batch_logging.batch_log
+
+    def timed_batch_log(update_step, log, config):
+        marks.append(time.time())
+        return batch_log(update_step, log, config)
+
+    batch_logging.batch_log = timed_batch_log  # the script imports it by name next
+    script = os.path.join(args.baselines, SCRIPTS[args.worker_kind])
+    sys.argv = [script, "--env_name", args.env, "--num_envs", str(NUM_ENVS)]
+    sys.argv += ["--num_steps", str(NUM_STEPS), "--seed", "0", "--use_wandb"]
+    sys.argv += ["--total_timesteps", str(args.updates * NUM_ENVS * NUM_STEPS)]
+    runpy.run_path(script, run_name="__main__")
+
+
+def run_nnxrl(args: argparse.Namespace, marks: list[float]) -> None:
+    """``nnxrl train`` of the shipped config at the same settings, each update's
+    hand-over to the logger timed."""
+    import tempfile
+
+    from nnxrl import cli
+    from nnxrl.logging.logger import MetricLogger
+
+    log_chunk = MetricLogger.log_chunk
+
+    def timed_log_chunk(self, metrics, first_update):
+        marks.append(time.time())
+        return log_chunk(self, metrics, first_update)
+
+    MetricLogger.log_chunk = timed_log_chunk
+    overrides = [
+        f"env.id={args.env}",
+        f"env.num_envs={NUM_ENVS}",
+        f"total_env_steps={args.updates * NUM_ENVS * NUM_STEPS}",
+        "logging.updates_per_chunk=1",
+        "logging.backends=[]",
+        "checkpoint.enabled=false",
+        "compile_cache.enabled=false",
+        *args.set,
+    ]
+    with tempfile.TemporaryDirectory() as out:
+        sets = [x for o in overrides for x in ("--set", o)]
+        cli.main(["train", CONFIGS[args.worker_kind], "--out", f"{out}/run", *sets])
+
+
+def peak_rss_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+if __name__ == "__main__":
+    main()
