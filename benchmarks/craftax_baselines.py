@@ -3,6 +3,7 @@
     uv run python benchmarks/craftax_baselines.py --baselines ~/src/Craftax_Baselines
     uv run python benchmarks/craftax_baselines.py --baselines DIR --kind ff --repeats 1
     uv run python benchmarks/craftax_baselines.py --baselines DIR --env Craftax-Classic-Symbolic-v1
+    uv run python benchmarks/craftax_baselines.py --baselines DIR --kind ff --ynn none
 
 DIR is a local clone of the public repository MichaelTMatthews/Craftax_Baselines,
 kept outside this repository (its files are another project's): ``git clone`` it
@@ -80,6 +81,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--updates", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--set", action="append", default=[], help="an nnxrl override")
+    parser.add_argument(
+        "--ynn",
+        help="nnxrl's Craftax XLA CPU option xla_cpu_experimental_ynn_fusion_type replaced "
+        "by this value (none: XLA's default), to measure what it costs",
+    )
     parser.add_argument("--worker", choices=("nnxrl", "baselines"), help=argparse.SUPPRESS)
     parser.add_argument("--worker-kind", choices=tuple(SCRIPTS), help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -105,7 +111,7 @@ def measure(args: argparse.Namespace, side: str, kind: str) -> dict:
     command += ["python", str(HERE), "--worker", side, "--worker-kind", kind]
     command += ["--env", args.env, "--updates", str(args.updates)]
     command += ["--baselines", str(Path(args.baselines).resolve())]
-    command += [f"--set={o}" for o in args.set]
+    command += [f"--set={o}" for o in args.set] + ([f"--ynn={args.ynn}"] if args.ynn else [])
     env = {**os.environ, "WANDB_MODE": "disabled", "WANDB_SILENT": "true"}
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
@@ -177,6 +183,7 @@ def run_nnxrl(args: argparse.Namespace, marks: list[float]) -> None:
     import tempfile
 
     from nnxrl import cli
+    from nnxrl.envs import craftax_env
     from nnxrl.logging.logger import MetricLogger
 
     log_chunk = MetricLogger.log_chunk
@@ -186,6 +193,9 @@ def run_nnxrl(args: argparse.Namespace, marks: list[float]) -> None:
         return log_chunk(self, metrics, first_update)
 
     MetricLogger.log_chunk = timed_log_chunk
+    if args.ynn:  # read by make_craftax_env when it builds the env
+        option = "xla_cpu_experimental_ynn_fusion_type"
+        craftax_env.YNN_DOTS_ONLY = () if args.ynn == "none" else ((option, args.ynn),)
     overrides = [
         f"env.id={args.env}",
         f"env.num_envs={NUM_ENVS}",
