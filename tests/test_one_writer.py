@@ -57,6 +57,22 @@ def updates_written(run: Path) -> list[int]:
     return [json.loads(x)["update"] for x in (run / "metrics.jsonl").read_text().splitlines()]
 
 
+def wait_for_records(run: Path, proc: subprocess.Popen, past: int = 0, timeout: float = 300):
+    """Until ``proc`` has recorded an update after ``past`` in ``run``'s metrics.jsonl:
+    a run that is still compiling when it is stopped writes no record (on a loaded
+    machine its compile can outlast a second process's whole refusal)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if max(updates_written(run), default=0) > past:
+                return
+        except (OSError, ValueError):  # not yet written, or a line being appended
+            pass
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    raise AssertionError(f"{run} recorded no update after {past}")
+
+
 def stop(proc: subprocess.Popen) -> tuple[int, str, str]:
     proc.send_signal(signal.SIGINT)
     return finish(proc)
@@ -67,6 +83,7 @@ def test_a_second_train_into_a_run_being_written_is_refused_naming_the_holder(tm
     first = nnxrl("train", CARTPOLE, "--out", str(run), overrides=LONG)
     holder = wait_for_lock(run, first)
     assert f"pid {first.pid} " in holder
+    wait_for_records(run, first)
     second = finish(nnxrl("train", CARTPOLE, "--out", str(run), overrides=LONG))
     assert second[0] == 2, second
     assert f"being written by another nnxrl process (pid {first.pid}" in second[2]
@@ -83,6 +100,7 @@ def test_a_second_resume_while_one_runs_is_refused(tmp_path):
     assert stopped[0] == 130, stopped
     first = nnxrl("train", "--resume", str(run))
     wait_for_lock(run, first)
+    wait_for_records(run, first, past=8)
     second = finish(nnxrl("train", "--resume", str(run)))
     assert second[0] == 2 and f"(pid {first.pid} " in second[2], second
     assert stop(first)[0] == 130
