@@ -36,16 +36,22 @@ def nnxrl(*args: str, overrides: list[str] = (), backends: str = "[]") -> subpro
     )
 
 
-def wait_for_lock(run: Path, proc: subprocess.Popen, timeout: float = 120) -> str:
-    """The lock file's text once ``proc`` holds the lock of ``run``."""
+def wait_until(proc: subprocess.Popen, ready, what: str, timeout: float) -> None:
+    """Poll ``ready()`` until it is true while ``proc`` runs; fail naming ``what``."""
     deadline = time.monotonic() + timeout
-    lock = run / ".nnxrl.lock"
     while time.monotonic() < deadline:
-        if lock.is_file() and lock.read_text().strip():
-            return lock.read_text()
+        if ready():
+            return
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.05)
-    raise AssertionError(f"{run} was never locked")
+    raise AssertionError(f"{what} never happened")
+
+
+def wait_for_lock(run: Path, proc: subprocess.Popen, timeout: float = 120) -> str:
+    """The lock file's text once ``proc`` holds the lock of ``run``."""
+    lock = run / ".nnxrl.lock"
+    wait_until(proc, lambda: lock.is_file() and lock.read_text().strip(), f"{run} locked", timeout)
+    return lock.read_text()
 
 
 def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:
@@ -61,16 +67,14 @@ def wait_for_records(run: Path, proc: subprocess.Popen, past: int = 0, timeout: 
     """Until ``proc`` has recorded an update after ``past`` in ``run``'s metrics.jsonl:
     a run that is still compiling when it is stopped writes no record (on a loaded
     machine its compile can outlast a second process's whole refusal)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def recorded() -> bool:
         try:
-            if max(updates_written(run), default=0) > past:
-                return
+            return max(updates_written(run), default=0) > past
         except (OSError, ValueError):  # not yet written, or a line being appended
-            pass
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.1)
-    raise AssertionError(f"{run} recorded no update after {past}")
+            return False
+
+    wait_until(proc, recorded, f"{run} recording an update after {past}", timeout)
 
 
 def stop(proc: subprocess.Popen) -> tuple[int, str, str]:

@@ -13,10 +13,9 @@ generation then runs as XLA's own code, while the network's matrix products keep
 YNNPACK's kernels. (Keeping the fusions to dots *with* their neighbours,
 ``LIBRARY_FUSION_TYPE_DOT``, the earlier choice, also avoids the slow fusion but makes
 the network's products slower: feed-forward PPO ran at 253 env steps/s with it, 424
-with XLA's defaults and 464 with single dots; ``docs/performance.md``.)
-With ``reset_ratio > 1``
-only ``num_envs / reset_ratio`` fresh worlds are made each step and shared out
-among the envs that finished (the optimistic reset of the Craftax baselines).
+with XLA's defaults and 464 with single dots; ``docs/performance.md``.) With
+``reset_ratio > 1`` only ``num_envs / reset_ratio`` fresh worlds are made each step and
+shared out among the envs that finished (the optimistic reset of the Craftax baselines).
 """
 
 from __future__ import annotations

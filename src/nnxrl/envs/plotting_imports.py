@@ -49,5 +49,4 @@ class DeferredModule(types.ModuleType):
         name = self.__name__
         if sys.modules.get(name) is self:
             del sys.modules[name]
-        real = importlib.import_module(name)  # puts itself in sys.modules and the parent
-        return real
+        return importlib.import_module(name)  # puts itself in sys.modules and the parent
