@@ -38,7 +38,8 @@ from nnxrl import config as C  # noqa: E402
 from nnxrl.envs import make_env  # noqa: E402
 from nnxrl.run import schedule  # noqa: E402
 from nnxrl.run.compile_cache import use_compile_cache  # noqa: E402
-from nnxrl.run.programs import compile_programs, compiler_options  # noqa: E402
+from nnxrl.run.compiler_options import compiler_options  # noqa: E402
+from nnxrl.run.programs import compile_programs  # noqa: E402
 from nnxrl.run.training import run_training  # noqa: E402
 
 NO_LOGGING = ["logging.backends=[]"]  # metrics.jsonl only: logging costs are in logging.py

@@ -82,3 +82,27 @@ def test_a_sweep_of_several_programs_is_refused_naming_train_groups():
     with pytest.raises(config_lib.ConfigError, match=r"network.width .*nnxrl.train_groups"):
         check_one_program(config)
     check_one_program(config_lib.load(CARTPOLE, TINY))  # one program: nothing to say
+
+
+def test_fast_compile_reaches_the_chunk_and_the_evaluation_and_still_trains():
+    """fast_compile=true compiles with XLA's backend optimisations off: init and the
+    in-run evaluation are other executables than by default, and the chunk trains."""
+
+    def compiled(fast: str) -> tuple[bytes, bytes, dict]:
+        overrides = [*TINY, "compile_cache.enabled=false", f"fast_compile={fast}"]
+        overrides += ["evaluation.every_updates=2", "evaluation.episodes=2"]
+        programs = compile_programs(config_lib.load(CARTPOLE, overrides))
+        state, metrics = programs.chunk(2)(programs.init(), programs.hp)
+        update = np.int32(2)
+        evaluation = programs.evaluate.lower(state, update).compile()
+        return (
+            programs.init.func.runtime_executable().serialize(),
+            evaluation.runtime_executable().serialize(),
+            jax.device_get(metrics),
+        )
+
+    fast, default = compiled("true"), compiled("false")
+    assert fast[0] != default[0] and fast[1] != default[1]
+    assert np.isfinite(fast[2]["loss/total"]).all()
+    # the same updates, up to float rounding of other machine code
+    np.testing.assert_allclose(fast[2]["loss/total"], default[2]["loss/total"], rtol=1e-3)

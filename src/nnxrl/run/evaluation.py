@@ -27,6 +27,7 @@ from nnxrl import config as config_lib
 from nnxrl.agent.evaluate import play_one_seed
 from nnxrl.agent.policy import policy_of
 from nnxrl.envs import make_env
+from nnxrl.run.compiler_options import compiler_options
 from nnxrl.sweeps import population
 
 EVAL_STREAM = 0x6576616C  # "eval": the evaluation's keys, apart from training's
@@ -35,7 +36,8 @@ METRICS = ("eval/return", "eval/length")
 
 def make_evaluator(config: config_lib.Config) -> Any:
     """(state, update) -> {"eval/return", "eval/length"} [M] means (device arrays, not
-    waited for) for a config with ``evaluation.every_updates``; None without."""
+    waited for) for a config with ``evaluation.every_updates``; None without. It is
+    compiled with the run's XLA options, as its other programs are."""
     settings = config.evaluation
     if not settings.every_updates:
         return None
@@ -47,8 +49,9 @@ def make_evaluator(config: config_lib.Config) -> Any:
     )
     seeds = np.arange(population.num_members(config), dtype=np.uint32) % config.num_seeds
     normalized = getattr(static.algo_config, "normalize_obs", False)
+    options = compiler_options(env.spec, config.fast_compile)
 
-    @jax.jit
+    @partial(jax.jit, compiler_options=options)
     def evaluate(state: Any, update: jax.Array) -> dict[str, jax.Array]:
         base = jax.random.key(config.seed)
         keys = jax.vmap(lambda s: jax.random.fold_in(jax.random.fold_in(base, s), EVAL_STREAM))(

@@ -1,7 +1,7 @@
 """Compiling a run's programs: ``init`` (the first state of every seed) and a chunk of
 updates (a guarded scan, ``chunk.py``), vmapped over seeds, with seeds and envs split
 over the device mesh (``parallel/mesh.py``); networks are initialised inside ``init``.
-The env may ask for XLA options of its own (``EnvSpec.cpu_options``).
+Every program is compiled with the run's XLA options (``compiler_options.py``).
 
 These two are the only programs compiled before training starts: seed keys are
 derived inside ``init`` and hyperparameters are placed from NumPy, so no small eager
@@ -29,6 +29,7 @@ from nnxrl.run import hp_schedule, schedule
 from nnxrl.run.algorithms import hyperparams_from, make_algorithm
 from nnxrl.run.chunk import SEED_AXIS, train_chunk
 from nnxrl.run.compile_cache import use_compile_cache
+from nnxrl.run.compiler_options import compiler_options
 from nnxrl.run.evaluation import make_evaluator
 from nnxrl.run.resources import check_fits
 from nnxrl.run.saved_programs import saved_programs
@@ -39,12 +40,6 @@ from nnxrl.sweeps.pbt import pbt_chunk
 def seed_key(seed: jax.Array, index: jax.Array) -> jax.Array:
     """The key of seed ``index`` of a run with base seed ``seed``: fold_in(key(seed), index)."""
     return jax.random.fold_in(jax.random.key(seed), index)
-
-
-def compiler_options(spec: EnvSpec) -> dict[str, Any]:
-    """Per-program XLA options the env asks for on this backend (EnvSpec.cpu_options:
-    Craftax's, which would slow CartPole, so they are per env, not global)."""
-    return dict(spec.cpu_options) if jax.default_backend() == "cpu" else {}
 
 
 @dataclass
@@ -145,7 +140,7 @@ class Tracing:
     @cached_property
     def options(self) -> dict[str, Any]:
         """The env's XLA options (``compiler_options``); {} once XLA refused them."""
-        return compiler_options(self.algo.env_spec)
+        return compiler_options(self.algo.env_spec, self.config.fast_compile)
 
 
 def chunk_program(
