@@ -58,6 +58,7 @@ TINY_CRAFTAX = [
 ]
 # Any Craftax config moved onto CartPole: 2 updates of 4 envs x 16 steps.
 TINY_CARTPOLE = [
+    "fast_compile=true",
     "env.id=CartPole-v1",
     "env.num_envs=4",
     "env.reset_ratio=1",

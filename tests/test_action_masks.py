@@ -53,6 +53,7 @@ def one_legal_action(num_envs: int):
 register_env(ENV_ID, one_legal_action)
 
 TINY = [
+    "fast_compile=true",
     f"env.id={ENV_ID}",
     "env.num_envs=8",
     "total_env_steps=1024",

@@ -16,7 +16,7 @@ from nnxrl.errors import Stopped
 from nnxrl.run import schedule
 
 ROOT = Path(__file__).parents[1]
-TINY = ["total_env_steps=4096", "num_seeds=2", "logging.backends=[]"]
+TINY = ["total_env_steps=4096", "num_seeds=2", "logging.backends=[]", "fast_compile=true"]
 
 
 def test_train_in_memory_writes_nothing_and_matches_a_written_run(tmp_path, monkeypatch):

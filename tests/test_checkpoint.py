@@ -30,6 +30,7 @@ from nnxrl.run.training import run_training
 
 ROOT = Path(__file__).parents[1]
 SMALL = [
+    "fast_compile=true",
     "total_env_steps=5120",
     "ppo.num_steps=32",
     "ppo.num_minibatches=2",

@@ -17,7 +17,13 @@ from nnxrl.logging.records import aggregate, chunk_to_records
 from nnxrl.run import schedule
 from nnxrl.run.training import run_training
 
-TINY = ["total_env_steps=2048", "ppo.num_steps=32", "num_seeds=2", "logging.updates_per_chunk=2"]
+TINY = [
+    "total_env_steps=2048",
+    "ppo.num_steps=32",
+    "num_seeds=2",
+    "logging.updates_per_chunk=2",
+    "fast_compile=true",
+]
 
 
 def tiny(*overrides):

@@ -32,6 +32,7 @@ WORKER = Path(__file__).with_name("mesh_worker.py")
 REPORTS = itertools.count()  # a fresh report file per worker
 # 8 updates of 2 seeds x 8 envs x 16 steps, checkpointed every 4
 TINY = [
+    "fast_compile=true",
     "total_env_steps=1024",
     "env.num_envs=8",
     "ppo.num_steps=16",

@@ -21,7 +21,13 @@ from nnxrl import config as C
 from nnxrl.run.training import run_training
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = ["total_env_steps=2048", "ppo.num_steps=32", "num_seeds=2", "logging.backends=[mlflow]"]
+TINY = [
+    "total_env_steps=2048",
+    "ppo.num_steps=32",
+    "num_seeds=2",
+    "logging.backends=[mlflow]",
+    "fast_compile=true",
+]
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome")
 
 

@@ -14,6 +14,7 @@ from nnxrl.run.algorithms import hyperparams_from, make_algorithm
 from nnxrl.run.chunk import train_chunk
 
 TINY = [
+    "fast_compile=true",
     "total_env_steps=512",
     "ppo.num_steps=16",
     "ppo.num_minibatches=2",

@@ -11,6 +11,7 @@ from nnxrl.agent.policy import policy_of
 from nnxrl.agent.render import render_episode
 
 TINY = [
+    "fast_compile=true",
     "env.num_envs=4",
     "ppo.num_steps=16",
     "total_env_steps=128",

@@ -21,6 +21,7 @@ from nnxrl.run.stop import StopRequest
 
 # 20 updates of 4 envs x 32 steps, in chunks of 5, two seeds, nothing written
 SMALL = [
+    "fast_compile=true",
     "total_env_steps=2560",
     "ppo.num_steps=32",
     "num_seeds=2",

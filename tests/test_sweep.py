@@ -29,6 +29,7 @@ ROOT = Path(__file__).parents[1]
 CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
 PQN_CARTPOLE = str(ROOT / "configs/pqn-cartpole.yaml")
 SMALL = [  # 4 updates of 4 envs x 128 steps, a chunk and a checkpoint every 2
+    "fast_compile=true",
     "total_env_steps=2048",
     "logging.updates_per_chunk=2",
     "checkpoint.every_updates=2",

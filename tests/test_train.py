@@ -10,7 +10,13 @@ from nnxrl import config as C
 from nnxrl.cli import main
 from nnxrl.run import schedule
 
-TINY = ["total_env_steps=2048", "ppo.num_steps=32", "env.num_envs=4", "num_seeds=2"]
+TINY = [
+    "total_env_steps=2048",
+    "ppo.num_steps=32",
+    "env.num_envs=4",
+    "num_seeds=2",
+    "fast_compile=true",
+]
 
 
 def read_jsonl(path):
