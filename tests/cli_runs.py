@@ -69,6 +69,16 @@ TINY_CARTPOLE = [
     "logging.backends=[]",
 ]
 
+# CartPole, 2 seeds, 16 updates of 4 envs x 32 steps handed over 2 at a time: the
+# logging tests' run.
+TWO_SEEDS_CARTPOLE = [
+    "total_env_steps=2048",
+    "ppo.num_steps=32",
+    "num_seeds=2",
+    "logging.updates_per_chunk=2",
+    "fast_compile=true",
+]
+
 # The same sizes for PQN configs (its settings live in the pqn section).
 TINY_PQN_CRAFTAX = [s.replace("ppo.", "pqn.") for s in TINY_CRAFTAX] + ["network.num_layers=2"]
 TINY_PQN_CARTPOLE = [s.replace("ppo.", "pqn.") for s in TINY_CARTPOLE]

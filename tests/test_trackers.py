@@ -5,19 +5,12 @@ import json
 
 import numpy as np
 import pytest
+from cli_runs import TWO_SEEDS_CARTPOLE as TINY
 
 from nnxrl import config as C
 from nnxrl.logging.mlflow_tracker import local_store_uri
 from nnxrl.run import schedule
 from nnxrl.run.training import run_training
-
-TINY = [
-    "total_env_steps=2048",
-    "ppo.num_steps=32",
-    "num_seeds=2",
-    "logging.updates_per_chunk=2",
-    "fast_compile=true",
-]
 
 
 def read_jsonl(path):
