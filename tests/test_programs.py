@@ -84,7 +84,7 @@ def test_a_sweep_of_several_programs_is_refused_naming_train_groups():
     check_one_program(config_lib.load(CARTPOLE, TINY))  # one program: nothing to say
 
 
-def test_fast_compile_reaches_the_chunk_and_the_evaluation_and_still_trains():
+def test_fast_compile_reaches_init_and_the_evaluation_and_still_trains():
     """fast_compile=true compiles with XLA's backend optimisations off: init and the
     in-run evaluation are other executables than by default, and the chunk trains."""
 
@@ -93,8 +93,7 @@ def test_fast_compile_reaches_the_chunk_and_the_evaluation_and_still_trains():
         overrides += ["evaluation.every_updates=2", "evaluation.episodes=2"]
         programs = compile_programs(config_lib.load(CARTPOLE, overrides))
         state, metrics = programs.chunk(2)(programs.init(), programs.hp)
-        update = np.int32(2)
-        evaluation = programs.evaluate.lower(state, update).compile()
+        evaluation = programs.evaluate.lower(state, np.int32(2)).compile()
         return (
             programs.init.func.runtime_executable().serialize(),
             evaluation.runtime_executable().serialize(),

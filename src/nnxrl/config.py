@@ -264,7 +264,7 @@ class Config:
     fast_compile: bool = _field(
         False,
         "Compile the run's programs with XLA's backend optimisations off: sooner to the "
-        "first update, slower after it (a tiny Craftax run: 42 s instead of 60 s to its "
+        "first update, slower after it (a tiny Craftax run: 42 s instead of 66 s to its "
         "end; CartPole PQN trains about half as fast). For smoke runs and debugging.",
     )
     env: EnvConfig = _section(EnvConfig, "Environment and batching.")

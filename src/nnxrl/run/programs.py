@@ -139,7 +139,7 @@ class Tracing:
 
     @cached_property
     def options(self) -> dict[str, Any]:
-        """The env's XLA options (``compiler_options``); {} once XLA refused them."""
+        """The run's XLA options (``compiler_options``); {} once XLA refused them."""
         return compiler_options(self.algo.env_spec, self.config.fast_compile)
 
 
