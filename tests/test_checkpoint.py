@@ -1,6 +1,7 @@
 """Checkpoints, exact resume, the non-finite guard, evaluation, rendering, saved policies."""
 
 import json
+import logging
 import shutil
 import signal
 import sqlite3
@@ -321,16 +322,21 @@ def test_eval_render_and_export_on_cartpole(small_run, tmp_path, capsys):
     assert "not one of the run's seeds" in capsys.readouterr().err
 
 
-def test_eval_and_render_on_craftax(tmp_path, capsys):
+def test_eval_and_render_on_craftax(tmp_path, capsys, caplog):
     out = tmp_path / "craftax"
     overrides = [*TINY_CRAFTAX, "total_env_steps=64", "ppo.num_steps=8"]
     args = ["train", str(ROOT / "configs/ppo-craftax-classic-symbolic.yaml"), "--out", str(out)]
     assert main(args + sum((["--set", o] for o in overrides), [])) == 0
-    assert main(["eval", str(out), "--episodes", "2", "--json", str(tmp_path / "e.json")]) == 0
+    fast = "--fast-compile"
+    json_file = str(tmp_path / "e.json")
+    assert main(["eval", str(out), "--episodes", "2", "--json", json_file, fast]) == 0
     seeds = json.loads((tmp_path / "e.json").read_text())["seeds"]
     assert seeds[0]["episodes"] == 2 and "collect_wood" in seeds[0]["achievements"]
     gif = tmp_path / "craftax.gif"
-    assert main(["render", str(out), "--out", str(gif), "--scale", "2"]) == 0
+    with caplog.at_level(logging.WARNING, "jax"), jax.log_compiles(True):
+        assert main(["render", str(out), "--out", str(gif), "--scale", "2", fast]) == 0
+    # the step traced (and compiled) once: reset's state has step's types
+    assert sum("tracing act_and_step" in r.getMessage() for r in caplog.records) == 1
     said = capsys.readouterr()
     frames = int(said.out.split("craftax.gif: ")[1].split(" frames")[0])
     with Image.open(gif) as image:

@@ -3,9 +3,9 @@
 nnxrl train CONFIG [--set KEY=VALUE ...] [--out DIR] [--stop-after UPDATES]
 nnxrl train --resume RUN_DIR [CONFIG] [--set KEY=VALUE ...] [--step UPDATE]
 nnxrl eval RUN_DIR|POLICY_DIR [--episodes N] [--greedy | --epsilon E] [--step UPDATE]
-           [--setting I] [--json FILE]
+           [--setting I] [--json FILE] [--fast-compile]
 nnxrl render RUN_DIR|POLICY_DIR [--seed I] [--out episode.gif] [--greedy | --epsilon E]
-             [--step UPDATE] [--setting I] [--scale K] [--overlay]
+             [--step UPDATE] [--setting I] [--scale K] [--overlay] [--fast-compile]
 nnxrl export RUN_DIR [--step UPDATE] [--setting I] [--out DIR]
 nnxrl sweep-report RUN_DIR  (a sweep's settings ranked; writes best.yaml, sweep.png)
 nnxrl plot RUN_DIR [RUN_DIR ...] [--metric NAME ...] [--smooth W] [--statistic mean|iqm]
@@ -240,6 +240,7 @@ def _eval(args: argparse.Namespace) -> int:
             greedy=args.greedy,
             key=args.key,
             progress=progress if many else None,
+            fast_compile=args.fast_compile,
         )
     print(f"eval: done in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
     print_evaluation(report)
@@ -295,6 +296,7 @@ def _render(args: argparse.Namespace) -> int:
             args.greedy,
             scale=args.scale,
             overlay=args.overlay,
+            fast_compile=args.fast_compile,
         )
     ended = "" if info["ended"] else " (stopped at the step limit)"
     print(f"wrote {args.out}: {info['frames']} frames, return {info['return']:.2f}{ended}")
@@ -596,6 +598,12 @@ def add_own_options(cmd: Any, name: str) -> None:
             type=_count(0, config_lib.MAX_SEED),
             default=0,
             help="PRNG seed for envs and sampling",
+        )
+        cmd.add_argument(
+            "--fast-compile",
+            action="store_true",
+            help="compile with XLA's backend optimisations off, as the config key "
+            "fast_compile does: a shorter compile, a slower play (for quick checks)",
         )
 
 

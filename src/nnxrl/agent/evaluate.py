@@ -23,6 +23,7 @@ from flax import nnx
 from nnxrl.agent.policy import Policy
 from nnxrl.envs import env_spec, make_env
 from nnxrl.envs.base import legal_actions
+from nnxrl.run.compiler_options import compiler_options
 
 MAX_ENVS_AT_ONCE = 1024  # episodes played side by side per seed (bounds the memory)
 
@@ -54,11 +55,15 @@ def evaluate(
     greedy: bool = False,
     key: int = 0,
     progress: Callable[[int], None] | None = None,
+    fast_compile: bool = False,
 ) -> Evaluation:
     """Play the first episode of ``episodes`` fresh envs per seed with ``policy``
     (a ``load_policy`` or ``policy_from_checkpoint``), sampled or ``greedy``, from
-    PRNG seed ``key``; ``progress`` gets the episodes done after each batch."""
-    results = play_first_episodes(policy, episodes, greedy, jax.random.key(key), progress=progress)
+    PRNG seed ``key``; ``progress`` gets the episodes done after each batch;
+    ``fast_compile`` as the config key of that name (a shorter compile, a slower play)."""
+    results = play_first_episodes(
+        policy, episodes, greedy, jax.random.key(key), progress=progress, fast=fast_compile
+    )
     seeds = summarize_episodes(results, achievement_names(policy))
     actions = action_kind(policy, greedy)
     return Evaluation(
@@ -106,15 +111,16 @@ def play_first_episodes(
     key: jax.Array,
     max_steps: int = 100_000,
     progress: Callable[[int], None] | None = None,
+    fast: bool = False,
 ) -> dict[str, np.ndarray]:
     """Per seed and env: the first episode's return [S, N], length [S, N] and
     achievements [S, N, A] (Craftax). Played in batches of at most
     ``MAX_ENVS_AT_ONCE`` envs (batch b from ``fold_in(key, b)``; one batch from ``key``
-    itself), each batch one compiled program; ``progress`` gets the episodes done so
-    far after each batch."""
+    itself), each batch one compiled program (``fast``: compiled as ``fast_compile``
+    runs' are); ``progress`` gets the episodes done so far after each batch."""
     size = min(num_episodes, MAX_ENVS_AT_ONCE)
     batches = -(-num_episodes // size)
-    play = batch_player(policy, size, greedy, max_steps)
+    play = batch_player(policy, size, greedy, max_steps, fast)
     parts = []
     for b in range(batches):
         parts.append(play(key if batches == 1 else jax.random.fold_in(key, b)))
@@ -124,14 +130,15 @@ def play_first_episodes(
 
 
 def batch_player(
-    policy: Policy, num_episodes: int, greedy: bool, max_steps: int
+    policy: Policy, num_episodes: int, greedy: bool, max_steps: int, fast: bool = False
 ) -> Callable[[jax.Array], dict[str, np.ndarray]]:
     """A compiled function of a key that plays one batch of ``num_episodes`` envs
-    for every seed (``play_one_seed``, vmapped)."""
+    for every seed (``play_one_seed``, vmapped), with the XLA options of the env (and
+    of ``fast_compile`` when ``fast``), as training's programs are."""
     env = make_env(dataclasses.replace(policy.env, num_envs=num_episodes, reset_ratio=1))
     moments = policy.obs_moments if policy.obs_moments is not None else ()
     one_seed = partial(play_one_seed, policy=policy, env=env, greedy=greedy, max_steps=max_steps)
-    played = jax.jit(jax.vmap(one_seed))
+    played = jax.jit(jax.vmap(one_seed), compiler_options=compiler_options(env.spec, fast))
 
     def play(key: jax.Array) -> dict[str, np.ndarray]:
         keys = jax.random.split(key, policy.num_seeds)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from nnxrl.envs.base import legal_actions
 from nnxrl.envs.brax_env import PREFIX as BRAX_PREFIX
 from nnxrl.envs.settings import EnvConfig
 from nnxrl.envs.suites import suite_of
+from nnxrl.run.compiler_options import compiler_options
 
 MOUNTAIN_CAR_GOALS = {"MountainCar-v0": 0.5, "MountainCarContinuous-v0": 0.45}
 DRAWN_FROM_STATE = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", *MOUNTAIN_CAR_GOALS)
@@ -218,10 +220,12 @@ def render_episode(
     *,
     scale: int = 1,
     overlay: bool = False,
+    fast_compile: bool = False,
 ) -> dict[str, Any]:
     """Play one episode with seed ``seed``'s network and write it to ``out`` (GIF),
     frames enlarged ``scale`` times, with the step and return so far above each when
-    ``overlay``. Returns the episode's return, length and number of frames."""
+    ``overlay``; ``fast_compile`` as the config key of that name. Returns the episode's
+    return, length and number of frames."""
     if not 0 <= seed < policy.num_seeds:
         raise ValueError(f"--seed: {seed} is not one of the run's seeds 0..{policy.num_seeds - 1}")
     env = make_env(dataclasses.replace(policy.env, num_envs=1, reset_ratio=1))
@@ -236,7 +240,8 @@ def render_episode(
             frame = with_caption(frame, f"step {len(frames)}  return {total:.2f}")
         frames.append(frame)
 
-    total, length, ended = play_episode(policy, env, seed, key, greedy, max_steps, add_frame)
+    play = partial(play_episode, fast=fast_compile)
+    total, length, ended = play(policy, env, seed, key, greedy, max_steps, add_frame)
     write_gif(frames, Path(out))
     return {"return": total, "length": length, "frames": len(frames), "ended": ended}
 
@@ -249,14 +254,17 @@ def play_episode(
     greedy: bool,
     max_steps: int,
     before_step: Callable[[Any, Any, float], None],
+    fast: bool = False,
 ) -> tuple[float, int, bool]:
     """Seed ``seed``'s network in one env until its episode ends (or ``max_steps``),
     calling ``before_step(env state, observation, return so far)`` before each step;
-    returns the episode's return, length and whether it ended."""
+    returns the episode's return, length and whether it ended. Compiled with the XLA
+    options of the env (and of ``fast_compile`` when ``fast``), as training is."""
     model = nnx.merge(policy.graphdef, jax.tree.map(lambda x: x[seed], policy.params))
     moments = policy.seed_moments(seed)
+    options = compiler_options(env.spec, fast)
 
-    @jax.jit
+    @partial(jax.jit, compiler_options=options)
     def act_and_step(key, env_state, hidden, obs, start):
         action_key, step_key = jax.random.split(key)
         legal = legal_actions(env, env_state)
@@ -266,7 +274,7 @@ def play_episode(
         return env_state, hidden, result
 
     reset_key, key = jax.random.split(key)
-    obs, env_state = jax.jit(env.reset)(reset_key)
+    obs, env_state = jax.jit(partial(reset_as_step_does, env), compiler_options=options)(reset_key)
     hidden, start = model.initial_hidden(1), jnp.ones(1, bool)
     total, length = 0.0, 0
     for _ in range(max_steps):
@@ -279,6 +287,14 @@ def play_episode(
         if bool(start[0]):
             break
     return total, length, bool(start[0])
+
+
+def reset_as_step_does(env: Any, key: jax.Array) -> tuple[jax.Array, Any]:
+    """``env.reset(key)`` with every array strongly typed, as ``env.step`` returns them:
+    Craftax's reset leaves some fields weakly typed (``player_direction``), and a state
+    of other types would compile ``act_and_step`` and the renderer a second time at the
+    second step (about 20 s for Craftax)."""
+    return jax.tree.map(lambda x: jax.lax.convert_element_type(x, x.dtype), env.reset(key))
 
 
 def write_gif(frames: list[np.ndarray], out: Path) -> None:

@@ -339,7 +339,14 @@ def attach_episode(
     path = out_dir / "episode.gif"
     policy = setting_policy(config, params, setting, obs_moments)
     try:
-        info = render_episode(policy, 0, path, jax.random.key(config.seed), greedy=True)
+        info = render_episode(
+            policy,
+            0,
+            path,
+            jax.random.key(config.seed),
+            greedy=True,
+            fast_compile=config.fast_compile,
+        )
     except ValueError as e:  # no renderer for this env
         print(f"nnxrl: logging.log_video: {e}; no video attached", file=sys.stderr, flush=True)
         return
