@@ -193,14 +193,15 @@ def test_each_kind_trains_exports_evaluates_and_renders(kind, algo, extra, tmp_p
     config = CARTPOLE if algo == "ppo" else CARTPOLE.replace("ppo-cartpole", "pqn-cartpole")
     short = [s.replace("ppo.", f"{algo}.") for s in SHORT_CARTPOLE]
     overrides = [*short, "env.num_envs=4", "total_env_steps=1024", f"network.kind={kind}"]
-    overrides += ["network.width=16", *extra]
+    overrides += ["network.width=16", "fast_compile=true", *extra]
     records = train(tmp_path / "run", config, overrides)
     assert len(records) == 8 and all(np.isfinite(r["loss/total"]) for r in records)
     report = tmp_path / "eval.json"
-    assert main(["eval", str(tmp_path / "run"), "--episodes", "2", "--json", str(report)]) == 0
+    args = ["eval", str(tmp_path / "run"), "--episodes", "2", "--json", str(report)]
+    assert main([*args, "--fast-compile"]) == 0
     assert all(s["episodes"] == 2 for s in json.loads(report.read_text())["seeds"])
     gif = tmp_path / "episode.gif"
-    assert main(["render", str(tmp_path / "run"), "--out", str(gif)]) == 0
+    assert main(["render", str(tmp_path / "run"), "--out", str(gif), "--fast-compile"]) == 0
     assert gif.stat().st_size > 0
     assert main(["export", str(tmp_path / "run"), "--out", str(tmp_path / "policy")]) == 0
     policy = load_policy(tmp_path / "policy")
