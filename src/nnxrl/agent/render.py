@@ -240,8 +240,9 @@ def render_episode(
             frame = with_caption(frame, f"step {len(frames)}  return {total:.2f}")
         frames.append(frame)
 
-    play = partial(play_episode, fast=fast_compile)
-    total, length, ended = play(policy, env, seed, key, greedy, max_steps, add_frame)
+    total, length, ended = play_episode(
+        policy, env, seed, key, greedy, max_steps, add_frame, fast=fast_compile
+    )
     write_gif(frames, Path(out))
     return {"return": total, "length": length, "frames": len(frames), "ended": ended}
 
