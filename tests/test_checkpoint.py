@@ -112,8 +112,7 @@ def test_resume_is_bit_exact(tmp_path, variant):
         assert any("inverse_covariance" in p for p in meta["paths"])
 
 
-@pytest.mark.timed
-def test_ctrl_c_in_a_subprocess_leaves_a_checkpoint_that_resumes_exactly(tmp_path):
+def test_ctrl_c_in_a_subprocess_leaves_a_checkpoint_that_resumes_exactly(tmp_path, alone):
     overrides = [*SMALL, "total_env_steps=40960", "logging.backends=[console]"]
     overrides = [o for o in overrides if not o.startswith("logging.backends=[]")]
     run_training(
@@ -124,15 +123,16 @@ def test_ctrl_c_in_a_subprocess_leaves_a_checkpoint_that_resumes_exactly(tmp_pat
     out = tmp_path / "split"
     args = [sys.executable, "-m", "nnxrl.cli", "train", str(ROOT / "configs/ppo-cartpole.yaml")]
     args += ["--out", str(out)] + sum((["--set", o] for o in overrides), [])
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while time.time() < deadline:  # wait until training is under way
-        metrics = out / "metrics.jsonl"
-        if metrics.exists() and len(metrics.read_text().splitlines()) >= 4:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    with alone():
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while time.time() < deadline:  # wait until training is under way
+            metrics = out / "metrics.jsonl"
+            if metrics.exists() and len(metrics.read_text().splitlines()) >= 4:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     stopped_at = checkpoint.latest(out)
     assert 0 < stopped_at < 80, stopped_at  # stopped part-way, checkpointed where it stopped
@@ -156,21 +156,21 @@ checkpoint.save(run, 2, {"w": big}, {"config": {}})
 """
 
 
-@pytest.mark.timed
-def test_a_process_killed_mid_save_leaves_the_previous_checkpoint_loadable(tmp_path):
-    proc = subprocess.Popen(
-        [sys.executable, "-c", KILL_SCRIPT, str(tmp_path)], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout.readline().strip() == "saved"
-    deadline = time.time() + 60
-    while time.time() < deadline:  # kill while step 2 is being written
-        partial = [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith("2")]
-        if partial:
-            break
-        time.sleep(0.01)
-    time.sleep(0.2)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+def test_a_process_killed_mid_save_leaves_the_previous_checkpoint_loadable(tmp_path, alone):
+    with alone():
+        proc = subprocess.Popen(
+            [sys.executable, "-c", KILL_SCRIPT, str(tmp_path)], stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout.readline().strip() == "saved"
+        deadline = time.time() + 60
+        while time.time() < deadline:  # kill while step 2 is being written
+            partial = [p for p in (tmp_path / "checkpoints").iterdir() if p.name.startswith("2")]
+            if partial:
+                break
+            time.sleep(0.01)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
     assert checkpoint.available(tmp_path) == [1]
     state, meta = checkpoint.restore(tmp_path, {"w": jnp.zeros(10)})
     np.testing.assert_array_equal(state["w"], np.arange(10))

@@ -232,8 +232,7 @@ def test_console_progress_and_summary_lines(tmp_path, capsys):
     assert "update 16/16" in lines[-1] and "steps/s" in lines[-1] and "return" in lines[-1]
 
 
-@pytest.mark.timed
-def test_ctrl_c_keeps_every_completed_update_and_marks_the_mlflow_run_killed(tmp_path):
+def test_ctrl_c_keeps_every_completed_update_and_marks_the_mlflow_run_killed(tmp_path, alone):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     cmd = [
         sys.executable,
@@ -254,13 +253,16 @@ def test_ctrl_c_keeps_every_completed_update_and_marks_the_mlflow_run_killed(tmp
         "--set",
         "logging.tracker_points=10000",  # every update goes to MLflow too
     ]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     jsonl = tmp_path / "run" / "metrics.jsonl"
-    deadline = time.time() + 120
-    while time.time() < deadline and (not jsonl.exists() or len(jsonl.read_text()) < 5000):
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    with alone():
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.time() + 120
+        while time.time() < deadline and (not jsonl.exists() or len(jsonl.read_text()) < 5000):
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "stopped at update" in err and "--resume" in err
     records = read_jsonl(jsonl)  # every line is whole JSON

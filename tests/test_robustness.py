@@ -122,40 +122,40 @@ def fill_at_update(monkeypatch, disk: Path, update: int, free_on_retry: bool) ->
 # -- stop signals ------------------------------------------------------------------------
 
 
-@pytest.mark.timed
-def test_sigint_to_the_process_group_under_uv_stops_once_and_resumes_exactly(reference, tmp_path):
+def test_sigint_to_the_process_group_under_uv_stops_once_and_resumes_exactly(tmp_path, alone):
     """A batch job: `uv run nnxrl train` in its own session, no terminal, SIGINT to the
     whole group. Python gets it twice (from the group and forwarded by uv); the repeat
     must not count as 'press Ctrl-C again'."""
     uv = os.environ.get("UV") or shutil.which("uv")
     assert uv, "the tests run under `uv run`, which names itself in $UV"
     out = tmp_path / "run"
-    overrides = [*RUN, "total_env_steps=163840", "logging.backends=[console]"]
+    overrides = [*RUN, "total_env_steps=40960", "logging.backends=[console]"]
     cmd = [uv, "run", "--no-sync", "nnxrl", "train", CARTPOLE, "--out", str(out)]
-    proc = subprocess.Popen(
-        cmd + sets(overrides),
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env=cli_env(),
-    )
-    deadline = time.time() + 180
-    while time.time() < deadline and proc.poll() is None:
-        if (out / "metrics.jsonl").exists() and records(out).count(b"\n") >= 8:
-            break
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    with alone():  # from the start to the exit: the second SIGINT's moment
+        proc = subprocess.Popen(
+            cmd + sets(overrides),
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            env=cli_env(),
+        )
+        deadline = time.time() + 180
+        while time.time() < deadline and proc.poll() is None:
+            if (out / "metrics.jsonl").exists() and records(out).count(b"\n") >= 8:
+                break
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert err.count("stopping after the current chunk") == 1, err
     stopped_at = checkpoint.latest(out)
-    assert 8 <= stopped_at < 1280
+    assert 8 <= stopped_at < 320
     assert main(["train", "--resume", str(out), "--set", "logging.backends=[]"]) == 0
     whole = tmp_path / "whole"
-    run_training(config_lib.load(CARTPOLE, [*RUN, "total_env_steps=163840"]), whole, quiet=True)
+    run_training(config_lib.load(CARTPOLE, [*RUN, "total_env_steps=40960"]), whole, quiet=True)
     assert records(out) == records(whole)
 
 
@@ -184,21 +184,21 @@ except Stopped:
 """
 
 
-@pytest.mark.timed
-def test_sigterm_during_the_final_flush_lets_it_finish_and_exits_130(tmp_path):
+def test_sigterm_during_the_final_flush_lets_it_finish_and_exits_130(tmp_path, alone):
     out = tmp_path / "run"
     overrides = [*RUN, "logging.updates_per_chunk=1", "logging.backends=[mlflow]"]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SLOW_FLUSH, CARTPOLE, str(out), *overrides],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=cli_env(),
-    )
-    for line in proc.stderr:  # the slow backend is far behind when training ends
-        if "writing the last" in line:
-            break
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=300)
+    with alone():
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SLOW_FLUSH, CARTPOLE, str(out), *overrides],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(),
+        )
+        for line in proc.stderr:  # the slow backend is far behind when training ends
+            if "writing the last" in line:
+                break
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err
     slow = Path(f"{out}.slow").read_text().splitlines()
     assert slow[:-1] == [str(u) for u in range(1, 161)] and slow[-1].startswith("closed")
@@ -212,19 +212,21 @@ def test_sigterm_during_the_final_flush_lets_it_finish_and_exits_130(tmp_path):
     assert len(client.get_metric_history(run.info.run_id, "episode_count")) == 160
 
 
-@pytest.mark.timed
-def test_ctrl_c_while_a_resumed_run_compiles_exits_130_and_stays_resumable(reference, tmp_path):
+def test_ctrl_c_while_a_resumed_run_compiles_exits_130_and_stays_resumable(
+    reference, tmp_path, alone
+):
     out = tmp_path / "run"
     with pytest.raises(Stopped):
         run_training(config_lib.load(CARTPOLE, RUN), out, quiet=True, stop_after=40)
     cmd = [sys.executable, "-m", "nnxrl.cli", "train", "--resume", str(out)]
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env()
-    )
-    assert proc.stdout.readline().startswith("nnxrl: training")  # now compiling
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    out_text, err = proc.communicate(timeout=120)
+    with alone():
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env()
+        )
+        assert proc.stdout.readline().startswith("nnxrl: training")  # now compiling
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        out_text, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "already exists" not in err and "stopped at update 40" in err
     assert checkpoint.available(out)[-1] == 40
@@ -408,8 +410,7 @@ def test_checkpoints_too_big_for_the_disk_fail_in_one_line_each(small_disk):
     assert [p.name for p in (out / "checkpoints").iterdir()] == ["2"]
 
 
-@pytest.mark.timed
-def test_a_store_left_half_made_by_a_kill_is_repaired_on_resume(tmp_path):
+def test_a_store_left_half_made_by_a_kill_is_repaired_on_resume(tmp_path, alone):
     """SIGKILL while MLflow creates its store (the first seconds of a run). The run is
     made long (800 updates, every one sent to MLflow) so that it is still training when
     the store appears, however loaded the machine (the store comes after MLflow's
@@ -422,15 +423,16 @@ def test_a_store_left_half_made_by_a_kill_is_repaired_on_resume(tmp_path):
         "logging.backends=[mlflow]",
     ]
     cmd = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out)]
-    proc = subprocess.Popen(cmd + sets(overrides), stderr=subprocess.DEVNULL, env=cli_env())
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if any(p.name.startswith("mlflow.db") for p in tmp_path.glob("*")):
-            break
-        time.sleep(0.005)
-    time.sleep(0.3)  # well inside the store's creation
-    proc.kill()
-    proc.wait()
+    with alone():
+        proc = subprocess.Popen(cmd + sets(overrides), stderr=subprocess.DEVNULL, env=cli_env())
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            if any(p.name.startswith("mlflow.db") for p in tmp_path.glob("*")):
+                break
+            time.sleep(0.005)
+        time.sleep(0.3)  # well inside the store's creation
+        proc.kill()
+        proc.wait()
     assert main(["train", "--resume", str(out)]) == 0
     from mlflow import MlflowClient
 
@@ -468,8 +470,7 @@ def run_cli(args: list[str], timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, env=cli_env(), timeout=timeout)
 
 
-@pytest.mark.timed
-def test_an_unreachable_tracking_server_is_reported_once_and_the_run_ends_promptly(tmp_path):
+def test_an_unreachable_tracking_server_is_reported_once_and_the_run_ends_promptly(tmp_path, alone):
     """MLflow's own defaults retry for about four minutes; the subprocess's limit makes
     this test fail on such a wait (a hang check, not a speed check)."""
     overrides = [
@@ -477,7 +478,8 @@ def test_an_unreachable_tracking_server_is_reported_once_and_the_run_ends_prompt
         "logging.backends=[mlflow]",
         "logging.mlflow_tracking_uri=http://127.0.0.1:9",
     ]
-    done = run_cli(["train", CARTPOLE, "--out", str(tmp_path / "run")] + sets(overrides), 120)
+    with alone():  # its limit is sized for a quiet machine
+        done = run_cli(["train", CARTPOLE, "--out", str(tmp_path / "run")] + sets(overrides), 120)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("logging backend 'mlflow'") == 1
     assert len(records(tmp_path / "run").splitlines()) == 160
