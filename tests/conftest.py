@@ -8,11 +8,11 @@ Tests see two CPU devices, as the CLI does on a 2-core machine, so that runs wit
 several seeds exercise the seed-sharded path.
 
 The suite runs in two pytest-xdist workers (pyproject's addopts). A test that signals
-or kills a process at a chosen moment would see that
-moment moved by another test running beside it, so it does that part alone: every test
-holds a shared lock on one file while it runs, and such a test takes the fixture
-``alone`` and wraps the moment in ``with alone():``, which holds the lock exclusively
-(the rest of that test, its reference runs and its resume, runs beside others).
+or kills a process at a chosen moment would see that moment moved by another test
+running beside it, so it does that part alone: every test holds a shared lock on one
+file while it runs, and such a test takes the fixture ``alone`` and wraps the moment in
+``with alone():``, which holds the lock exclusively (the rest of that test, its
+reference runs and its resume, runs beside others).
 """
 
 from __future__ import annotations
