@@ -33,7 +33,7 @@ use_cpu_devices()
 @pytest.fixture(autouse=True)
 def shared_lock(tmp_path_factory) -> Iterator[SharedLock]:
     # the workers' temporary folders share this parent
-    path = tmp_path_factory.getbasetemp().parent / "timed-tests.lock"
+    path = tmp_path_factory.getbasetemp().parent / "alone.lock"
     with path.open("a") as file:
         fcntl.flock(file, fcntl.LOCK_SH)
         try:

@@ -78,11 +78,11 @@ def test_a_suites_shipped_config_trains_evaluates_and_resumes_exactly(suite, tmp
     for x, y in zip(jax.tree.leaves(a.params), jax.tree.leaves(b.params), strict=True):
         np.testing.assert_array_equal(x, y)
     report = tmp_path / "eval.json"
-    chosen = ["--setting", "1", "--fast-compile"]  # a sweep's policy is one setting's
-    assert main(["eval", str(whole), "--episodes", "2", "--json", str(report), *chosen]) == 0
+    policy_args = ["--setting", "1", "--fast-compile"]  # a sweep's policy is one setting's
+    assert main(["eval", str(whole), "--episodes", "2", "--json", str(report), *policy_args]) == 0
     assert json.loads(report.read_text())["seeds"][0]["episodes"] == 2
     gif = tmp_path / "episode.gif"  # drawn by the suite's own renderer where it has one
-    assert main(["render", str(whole), "--out", str(gif), *chosen]) == 0
+    assert main(["render", str(whole), "--out", str(gif), *policy_args]) == 0
     with Image.open(gif) as image:
         assert image.n_frames > 1
 
