@@ -311,6 +311,26 @@ def test_an_addon_defined_outside_the_package_plugs_into_either_algorithm(tmp_pa
         )
 
 
+def test_an_addon_registered_again_under_its_name_is_compiled_again(tmp_path):
+    """A program kept in the process (run/saved_programs.py) is never reused with
+    another registration of a component its config names."""
+
+    def make_doubled(options: CountOptions, ctx: AddonContext) -> Addon:
+        return make_count_addon(CountOptions(bonus=2 * options.bonus), ctx)
+
+    overrides = ["intrinsic.addon=count", "intrinsic.options={bonus: 0.25}"]
+    overrides += ["total_env_steps=512", "ppo.num_steps=16", "logging.backends=[]"]
+    bonuses = []
+    try:
+        for factory, out in ((make_count_addon, "once"), (make_doubled, "again")):
+            register("count", CountOptions, factory)
+            records = train(tmp_path / out, "configs/ppo-cartpole.yaml", overrides)
+            bonuses.append({r["reward/intrinsic"] for r in records})
+    finally:
+        register("count", CountOptions, make_count_addon)
+    assert bonuses == [{0.25}, {0.5}]
+
+
 # --------------------------------------------------------------------------------------
 # Shipped configs end to end
 # --------------------------------------------------------------------------------------

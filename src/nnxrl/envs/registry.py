@@ -51,6 +51,11 @@ def register_env(env_id: str, factory: Callable[..., VecEnv]) -> None:
     _REGISTERED[env_id] = factory
 
 
+def registered_env(env_id: str) -> Callable[..., VecEnv] | None:
+    """The factory registered as ``env_id``, None when the id is not a registered one."""
+    return _REGISTERED.get(env_id)
+
+
 def known_env_ids(with_brax: bool = True) -> dict[str, list[str]]:
     """Known env ids by family (Brax's and the other suites' only ``with_brax``: listing
     them imports their packages, which takes seconds, so checking a gymnax id does not)."""

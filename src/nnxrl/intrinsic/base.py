@@ -118,6 +118,11 @@ def known_addons() -> list[str]:
     return list(_REGISTRY)
 
 
+def registration(name: str) -> Registration:
+    """The registration of add-on ``name`` (a name the config check accepted)."""
+    return _REGISTRY[name]
+
+
 def addon_options(name: str, options: dict) -> Any:
     """The add-on's options object from the config's ``intrinsic.options`` mapping."""
     return build_section(_REGISTRY[name].options, options, "intrinsic.options.")
