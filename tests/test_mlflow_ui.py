@@ -54,7 +54,7 @@ def ui(tmp_path_factory):
         run_training(config, runs / name, quiet=True)
     port = free_port()
     uv = shutil.which("uv")
-    ui_args = ["ui", "--backend-store-uri", f"sqlite:///{runs}/mlflow.db"]
+    ui_args = ["ui", "--workers", "1", "--backend-store-uri", f"sqlite:///{runs}/mlflow.db"]
     ui_args += ["--host", "127.0.0.1", "--port", str(port)]
     if uv is not None:  # the README's command
         command = [uv, "run", "--extra", "ui", "mlflow", *ui_args]

@@ -72,7 +72,9 @@ def ui_url(experiment_id: str, port: int = 5000, host: str = "127.0.0.1") -> str
 def ui_instructions(out_dir: str | Path) -> str:
     """How to see a run in the MLflow UI: the command and the page to open."""
     store = local_store_path(out_dir)
-    command = f"uv run --extra ui mlflow ui --backend-store-uri {local_store_uri_of(store)}"
+    command = (
+        f"uv run --extra ui mlflow ui --workers 1 --backend-store-uri {local_store_uri_of(store)}"
+    )
     try:
         import mlflow
 
