@@ -23,10 +23,10 @@ rewritten. Nothing stale can run: a different key is a different file.
 Within one process a third level comes first: the programs compiled or loaded here
 are kept in memory (the newest ``KEPT_IN_PROCESS``), so a config run again in the same
 process (a resume, a second ``nnxrl.train`` of a script) reuses them without tracing
-or loading. Its key adds the registered components the config names (a component
-registered again under its name is other code; on disk, one registered under its
-name with a function of another qualified name is); a REPL or notebook keeps none, since
-a redefined function there changes no file.
+or loading. Both keys add the registered components the config names, so a component
+registered again under its name is other code: in memory any new registration, on
+disk one whose functions have other qualified names. A REPL or notebook keeps none,
+since a function redefined there changes no file.
 
 A program is saved only from a fresh compilation: on CPU an executable loaded from
 JAX's cache loses its code when serialised again (measured with jax 0.10), so a
