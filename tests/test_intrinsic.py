@@ -3,6 +3,7 @@ learning, the algorithm's generic consumption of the bonus, and the interface.""
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -311,15 +312,18 @@ def test_an_addon_defined_outside_the_package_plugs_into_either_algorithm(tmp_pa
         )
 
 
-def test_an_addon_registered_again_under_its_name_is_compiled_again(tmp_path):
-    """A program kept in the process (run/saved_programs.py) is never reused with
-    another registration of a component its config names."""
+def test_an_addon_registered_again_under_its_name_is_compiled_again(tmp_path, monkeypatch):
+    """A saved program (run/saved_programs.py) is never loaded for another function
+    registered under a name its config uses: the stale add-on ran before."""
+    # saved programs on, as for a script (a test worker's main module is a -c string)
+    monkeypatch.setattr(sys.modules["__main__"], "__file__", "train.py", raising=False)
 
     def make_doubled(options: CountOptions, ctx: AddonContext) -> Addon:
         return make_count_addon(CountOptions(bonus=2 * options.bonus), ctx)
 
     overrides = ["intrinsic.addon=count", "intrinsic.options={bonus: 0.25}"]
     overrides += ["total_env_steps=512", "ppo.num_steps=16", "logging.backends=[]"]
+    overrides += [f"compile_cache.dir={tmp_path / 'cache'}"]
     bonuses = []
     try:
         for factory, out in ((make_count_addon, "once"), (make_doubled, "again")):

@@ -669,8 +669,7 @@ def test_a_failed_start_leaves_a_directory_that_a_new_run_and_resume_accept(refe
         return make_addon("none", {}, context)
 
     register("flaky", PoisonOptions, flaky)
-    # compiled each time: a saved program's start builds no add-on, nor does one kept
-    # in this process (registered again, the add-on is another component)
+    # compiled each time (a saved program's start builds no add-on)
     flaky_run = [*RUN, "intrinsic.addon=flaky", "compile_cache.save_programs=false"]
     out = tmp_path / "run"
     with pytest.raises(RuntimeError, match="cannot be built"):
@@ -680,7 +679,6 @@ def test_a_failed_start_leaves_a_directory_that_a_new_run_and_resume_accept(refe
     assert len(records(out).splitlines()) == 160
     other = tmp_path / "other"
     builds.clear()
-    register("flaky", PoisonOptions, flaky)
     with pytest.raises(RuntimeError, match="cannot be built"):
         main(["train", CARTPOLE, "--out", str(other)] + sets(flaky_run))
     assert main(["train", CARTPOLE, "--out", str(other)] + sets(RUN)) == 0

@@ -157,31 +157,3 @@ def test_a_folder_that_cannot_be_written_is_said_and_the_run_goes_on(tmp_path, c
     program = saved.compiled("f", lambda: jax.jit(lambda x: x * 4).lower(X).compile())
     np.testing.assert_array_equal(np.asarray(program(X)), np.asarray(X * 4))
     assert f"the f program could not be saved in {blocker / 'programs'}" in capsys.readouterr().err
-
-
-def test_a_config_run_again_in_the_process_reuses_its_programs_and_trains_identically(
-    tmp_path, monkeypatch
-):
-    """The third level: a second run of a config in one process (a resume, a script's
-    second ``nnxrl.train``) neither compiles nor loads its programs."""
-    from nnxrl.run.training import run_training
-
-    made: list[str] = []
-    original = SavedPrograms.loaded_or_compiled
-
-    def spied(self, name, compile_program):
-        made.append(name)
-        return original(self, name, compile_program)
-
-    monkeypatch.setattr(SavedPrograms, "loaded_or_compiled", spied)
-    tiny = ["total_env_steps=1024", "ppo.num_steps=16", "logging.backends=[]"]
-    config = config_lib.load(CARTPOLE, tiny)
-    run_training(config, tmp_path / "first", quiet=True)
-    assert made[0] == "init" and made[1].startswith("chunk-") and len(made) == 2
-    run_training(config, tmp_path / "again", quiet=True)
-    assert len(made) == 2  # nothing more made
-    metrics = [(tmp_path / run / "metrics.jsonl").read_bytes() for run in ("first", "again")]
-    assert metrics[0] == metrics[1]
-    assert saved_programs.saved_programs(config, tmp_path).in_process is not None
-    monkeypatch.setattr(sys, "ps1", ">>> ", raising=False)  # a REPL: none kept
-    assert saved_programs.saved_programs(config, tmp_path).in_process is None

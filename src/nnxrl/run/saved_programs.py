@@ -20,13 +20,9 @@ upgrade) compiles again and says so in one line, replacing it; one that cannot b
 loaded (truncated, corrupt, for devices that are gone) says so, compiles and is
 rewritten. Nothing stale can run: a different key is a different file.
 
-Within one process a third level comes first: the programs compiled or loaded here
-are kept in memory (the newest ``KEPT_IN_PROCESS``), so a config run again in the same
-process (a resume, a second ``nnxrl.train`` of a script) reuses them without tracing
-or loading. Both keys add the registered components the config names, so a component
-registered again under its name is other code: in memory any new registration, on
-disk one whose functions have other qualified names. A REPL or notebook keeps none,
-since a function redefined there changes no file.
+The code's key also names the registered components the config uses (its env
+factory if registered, network kind, algorithm and add-on) by their functions'
+qualified names, so another function registered under a name is another key.
 
 A program is saved only from a fresh compilation: on CPU an executable loaded from
 JAX's cache loses its code when serialised again (measured with jax 0.10), so a
@@ -46,7 +42,6 @@ import os
 import pickle
 import sys
 import sysconfig
-from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -68,7 +63,6 @@ from nnxrl.run.resources import program_bytes
 
 FORMAT = 2  # bump when an entry's layout changes
 KEEP_OTHER_CODE = 2  # entries of a program saved by other code kept beside the newest
-KEPT_IN_PROCESS = 8  # programs kept in memory, newest used last
 HOST_SECTIONS = ("seed", "checkpoint", "compile_cache", "evaluation", "hp_schedule")
 PROGRAM_LOGGING = ("updates_per_chunk", "return_window")  # logging keys the program reads
 COMPILER_VARIABLES = ("XLA_FLAGS", "LIBTPU_INIT_ARGS", "NVIDIA_TF32_OVERRIDE")
@@ -91,34 +85,14 @@ class SavedPrograms:
     code: str = ""  # the code digest: an entry's file name starts with it
     # name -> the memory the program needs (resources.program_bytes), saved with it
     needs: dict = field(default_factory=dict)
-    # the key of the programs kept in this process (None: kept nowhere), and the
-    # registered components it was made with (compared by identity)
-    in_process: str | None = None
-    components: tuple = ()
 
     def need(self, name: str) -> int | None:
         """The memory program ``name`` (compiled or loaded here) needs at its peak."""
         return self.needs.get(name)
 
     def compiled(self, name: str, compile_program: Callable[[], Any]) -> Any:
-        """The program ``name``: as kept in this process, else loaded when saved under
-        this key, else compiled by ``compile_program`` (with JAX's cache off, so that it
-        can be saved) and saved; kept in this process either way."""
-        key = None if self.in_process is None else f"{self.in_process}-{name}"
-        kept = _KEPT.get(key)
-        if kept is not None and all(a is b for a, b in zip(kept[0], self.components, strict=True)):
-            _KEPT.move_to_end(key)
-            self.needs[name] = kept[2]
-            return kept[1]
-        program = self.loaded_or_compiled(name, compile_program)
-        if key is not None:
-            _KEPT[key] = (self.components, program, self.needs[name])
-            while len(_KEPT) > KEPT_IN_PROCESS:
-                _KEPT.popitem(last=False)
-        return program
-
-    def loaded_or_compiled(self, name: str, compile_program: Callable[[], Any]) -> Any:
-        """The program ``name`` from disk or freshly compiled (see ``compiled``)."""
+        """The program ``name``: loaded when saved under this key, else compiled by
+        ``compile_program`` (with JAX's cache off, so that it can be saved) and saved."""
         if self.folder is None:
             program = compile_program()
             self.needs[name] = program_bytes(program)
@@ -182,37 +156,23 @@ class SavedPrograms:
             pass
 
 
-# key -> (the registered components, the program, the memory it needs), newest last
-_KEPT: OrderedDict[str, tuple[tuple, Any, int | None]] = OrderedDict()
-
-
 def saved_programs(config: config_lib.Config, cache_dir: Path | None) -> SavedPrograms:
-    """Where ``config``'s programs are kept: in this process unless it is a REPL or a
-    notebook (see the module docstring), and under ``cache_dir`` (None: JAX's cache is
+    """Where ``config``'s programs are kept: under ``cache_dir`` (None: JAX's cache is
     off or unusable, and so is this) unless ``compile_cache.save_programs`` is false or
-    the run spans processes (each holds only its own devices' part) or the main program
-    is in no file (a notebook's cells, ``python -c``: an edited one would not change
+    the run spans processes (each holds only its own devices' part) or Python is
+    interactive (a notebook's cells are in no file, so an edited cell would not change
     the key)."""
-    if editable_session():
-        return SavedPrograms(None)
-    named = components(config)
-    config_digest = digest(program_config(config))
-    code = digest({**code_facts(), "components": described(named)})
-    kept = {"in_process": f"{config_digest}-{code}", "components": named}
     off = cache_dir is None or not config.compile_cache.save_programs
     if off or jax.process_count() > 1 or interactive():
-        return SavedPrograms(None, **kept)
-    return SavedPrograms(Path(cache_dir) / "programs" / config_digest, code, **kept)
+        return SavedPrograms(None)
+    folder = Path(cache_dir) / "programs" / digest(program_config(config))
+    code = {**code_facts(), "components": described(components(config))}
+    return SavedPrograms(folder, digest(code))
 
 
 def interactive() -> bool:
     """Whether the main program is a session (a notebook, a REPL) rather than a file."""
     return not hasattr(sys.modules.get("__main__"), "__file__")
-
-
-def editable_session() -> bool:
-    """Whether code can be redefined while this process runs (a REPL, a notebook)."""
-    return hasattr(sys, "ps1") or bool(sys.flags.interactive) or "IPython" in sys.modules
 
 
 def components(config: config_lib.Config) -> tuple:
