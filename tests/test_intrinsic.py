@@ -323,7 +323,7 @@ def test_an_addon_registered_again_under_its_name_is_compiled_again(tmp_path, mo
 
     overrides = ["intrinsic.addon=count", "intrinsic.options={bonus: 0.25}"]
     overrides += ["total_env_steps=512", "ppo.num_steps=16", "logging.backends=[]"]
-    overrides += [f"compile_cache.dir={tmp_path / 'cache'}"]
+    overrides += [f"compile_cache.dir={tmp_path / 'cache'}", "fast_compile=true"]
     bonuses = []
     try:
         for factory, out in ((make_count_addon, "once"), (make_doubled, "again")):
