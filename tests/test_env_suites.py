@@ -5,6 +5,7 @@ keys and actions. Each suite's tests skip without its extra."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from nnxrl.config import ConfigError, EnvConfig
 from nnxrl.envs import check_env_config, make_env
 from nnxrl.envs.base import legal_actions
+from nnxrl.run.compiler_options import FAST_COMPILE
 
 ROOT = Path(__file__).parents[1]
 
@@ -166,56 +168,70 @@ def rollouts(case: Case) -> tuple[dict, dict]:
 def adapter_rollout(case: Case, keys: jax.Array) -> dict:
     """nnxrl's env: [T, B] of everything it reports, with the mask of each step."""
     env = env_of(case)
-    obs, state = env.reset(keys[0])
 
-    def body(carry, key):
-        obs, state = carry
-        action_key, step_key = jax.random.split(key)
-        legal = legal_actions(env, state)
-        if legal is None:
-            legal = jnp.ones((env.num_envs, env.spec.num_actions), bool)
-        action_keys = jax.random.split(action_key, env.num_envs)
-        action = jax.vmap(pick, (0, 0, None))(action_keys, legal, case.legal_only)
-        state, out = env.step(step_key, state, action)
-        return (out.obs, state), {
-            "obs_before": obs,
-            "legal": legal,
-            "action": action,
-            **out._asdict(),
-        }
+    def rollout(keys):
+        obs, state = env.reset(keys[0])
+        return jax.lax.scan(functools.partial(adapter_step, env, case), (obs, state), keys[1:])[1]
 
-    _, steps = jax.jit(lambda ks: jax.lax.scan(body, (obs, state), ks))(keys[1:])
+    steps = jax.jit(rollout, compiler_options=FAST_COMPILE)(keys)
     return jax.tree.map(np.asarray, steps)
+
+
+def adapter_step(env, case: Case, carry, key):
+    obs, state = carry
+    action_key, step_key = jax.random.split(key)
+    legal = legal_actions(env, state)
+    if legal is None:
+        legal = jnp.ones((env.num_envs, env.spec.num_actions), bool)
+    action_keys = jax.random.split(action_key, env.num_envs)
+    action = jax.vmap(pick, (0, 0, None))(action_keys, legal, case.legal_only)
+    state, out = env.step(step_key, state, action)
+    return (out.obs, state), {"obs_before": obs, "legal": legal, "action": action, **out._asdict()}
 
 
 def suite_rollout(case: Case, keys: jax.Array) -> dict:
     """The suite's own reset and step, env by env, with the keys ``from_single`` gives
-    each env: the step key split over envs, and a fresh reset key where one ended."""
-    reset, step = (jax.jit(f) for f in SUITE_APIS[case.env_id.split(":")[0]](case))
-    b_all = range(case.num_envs)
-    states, obs, legal = zip(*map(reset, jax.random.split(keys[0], case.num_envs)), strict=True)
-    states, obs, legal = list(states), list(obs), list(legal)
-    record = {k: [] for k in ("obs", "final_obs", "reward", "ended", "terminal", "action")}
-    for key in keys[1:]:
-        action_key, step_key = jax.random.split(key)
-        env_step_key, reset_key = jax.random.split(step_key)
-        action_keys = jax.random.split(action_key, case.num_envs)
-        step_keys = jax.random.split(env_step_key, case.num_envs)
-        reset_keys = jax.random.split(reset_key, case.num_envs)
-        row = {k: [] for k in record}
-        for b in b_all:
-            action = pick(action_keys[b], legal[b], case.legal_only)
-            states[b], final, reward, ended, terminal, legal[b] = step(
-                step_keys[b], states[b], action
-            )
-            obs[b] = final
-            if ended:
-                states[b], obs[b], legal[b] = reset(reset_keys[b])
-            for k, v in zip(record, (obs[b], final, reward, ended, terminal, action), strict=True):
-                row[k].append(np.asarray(v))
-        for k in record:
-            record[k].append(np.stack(row[k]))
-    return {k: np.stack(v) for k, v in record.items()}
+    each env: the step key split over envs, and a fresh reset key where one ended. Each
+    env's steps run in one compiled loop (an eager one dispatches dozens of small ops
+    per env and step: about 40 s a suite)."""
+    reset, step = SUITE_APIS[case.env_id.split(":")[0]](case)
+    env_keys = jax.jit(jax.vmap(functools.partial(keys_of_step, num_envs=case.num_envs)))
+    all_keys = env_keys(keys[1:])  # action, step and reset keys: [T, B] each
+    first_keys = jax.random.split(keys[0], case.num_envs)
+    play = functools.partial(play_one_env, reset, step, case.legal_only)
+    play = jax.jit(play, compiler_options=FAST_COMPILE)
+    envs = [play(first_keys[b], [k[:, b] for k in all_keys]) for b in range(case.num_envs)]
+    return {k: np.stack([np.asarray(e[k]) for e in envs], axis=1) for k in envs[0]}
+
+
+def keys_of_step(key: jax.Array, num_envs: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """One step's action, step and reset keys per env, as the adapter splits them."""
+    action_key, step_key = jax.random.split(key)
+    env_step_key, reset_key = jax.random.split(step_key)
+    return tuple(jax.random.split(k, num_envs) for k in (action_key, env_step_key, reset_key))
+
+
+def play_one_env(reset, step, legal_only: bool, first_key, env_keys) -> dict:
+    """One env from ``reset(first_key)`` through a step per row of ``env_keys`` (action,
+    step and reset keys): a random action, the suite's step, its reset where the
+    episode ended; what each step reports, [T]."""
+
+    def body(carry, keys):
+        state, legal = carry
+        action_key, step_key, reset_key = keys
+        action = pick(action_key, legal, legal_only)
+        state, final, reward, ended, terminal, legal = step(step_key, state, action)
+        state, obs, legal = jax.lax.cond(
+            ended, lambda: reset(reset_key), lambda: (state, final, legal)
+        )
+        seen = (obs, final, reward, ended, terminal, action)
+        return (state, legal), dict(zip(REPORTED, seen, strict=True))
+
+    state, _, legal = reset(first_key)
+    return jax.lax.scan(body, (state, legal), env_keys)[1]
+
+
+REPORTED = ("obs", "final_obs", "reward", "ended", "terminal", "action")
 
 
 # ----- the comparisons ----------------------------------------------------------------------
