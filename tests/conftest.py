@@ -5,62 +5,127 @@ a claim can be checked at other seeds too (``NNXRL_TEST_SEED_OFFSET=1000 uv run
 pytest -m learning``): it must hold at any offset, not for one trajectory.
 
 Tests see two CPU devices, as the CLI does on a 2-core machine, so that runs with
-several seeds exercise the seed-sharded path.
+several seeds exercise the seed-sharded path, and compile through the user's persistent
+compilation cache, as runs do.
 
 The suite runs in two pytest-xdist workers (pyproject's addopts). A test that signals
 or kills a process at a chosen moment would see that moment moved by another test
-running beside it, so it does that part alone: every test holds a shared lock on one
-file while it runs, and such a test takes the fixture ``alone`` and wraps the moment in
-``with alone():``, which holds the lock exclusively (the rest of that test, its
-reference runs and its resume, runs beside others).
+running beside it, so it does that part alone: it takes the fixture ``alone`` and wraps
+the moment in ``with alone():``, which pauses the other workers and every process they
+started (SIGSTOP, then SIGCONT) for the length of the block, one such block at a time.
+The paused tests lose no work, only wall-clock time; the rest of the test, its
+reference runs and its resume, runs beside others.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
-from typing import IO
+from pathlib import Path
 
 import pytest
 
+from nnxrl.config import CompileCacheConfig
 from nnxrl.parallel.devices import use_cpu_devices
+from nnxrl.run.compile_cache import use_compile_cache
 
 use_cpu_devices()
-
-
-@pytest.fixture(autouse=True)
-def shared_lock(tmp_path_factory) -> Iterator[SharedLock]:
-    # the workers' temporary folders share this parent
-    path = tmp_path_factory.getbasetemp().parent / "alone.lock"
-    with path.open("a") as file:
-        fcntl.flock(file, fcntl.LOCK_SH)
-        try:
-            yield SharedLock(file)
-        finally:
-            fcntl.flock(file, fcntl.LOCK_UN)
+# the tests' own compiled programs (a test's jit, not only its runs') in JAX's
+# persistent cache, as a run's are: a second suite run reads them back
+use_compile_cache(CompileCacheConfig())
 
 
 @pytest.fixture
-def alone(shared_lock: SharedLock) -> Callable[[], contextlib.AbstractContextManager]:
-    """``with alone():`` runs its block while no other test runs (see the docstring)."""
-    return shared_lock.exclusive
+def alone(tmp_path_factory) -> Callable[[], contextlib.AbstractContextManager]:
+    """``with alone():`` runs its block while every other test is paused (see the
+    module docstring)."""
+    # the workers' temporary folders share this parent
+    return functools.partial(others_paused, tmp_path_factory.getbasetemp().parent)
 
 
-class SharedLock:
-    def __init__(self, file: IO) -> None:
-        self.file = file
-
-    @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
-        # Linux drops the shared lock before waiting for the exclusive one, so two tests
-        # asking at once do not deadlock: one waits for the other's block to end
-        fcntl.flock(self.file, fcntl.LOCK_EX)
+@contextlib.contextmanager
+def others_paused(folder: Path) -> Iterator[None]:
+    with (folder / "alone.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one block at a time
+        paused = pause_other_workers()
+        if not paused:
+            yield
+            return
+        # should this worker die inside the block, a watchdog resumes the others
+        watchdog = subprocess.Popen([sys.executable, "-c", WATCHDOG, str(os.getpid()), *paused])
         try:
             yield
         finally:
-            fcntl.flock(self.file, fcntl.LOCK_SH)
+            watchdog.kill()
+            resume(paused)
+
+
+WATCHDOG = """
+import os, signal, sys, time
+while os.path.exists(f"/proc/{sys.argv[1]}"):
+    time.sleep(1.0)
+for pid in sys.argv[2:]:
+    try:
+        os.kill(int(pid), signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+"""
+
+
+def pause_other_workers() -> list[str]:
+    """SIGSTOP the other xdist workers (the controller's other children) and their
+    descendants, stopping each parent before listing its children; uv processes are
+    left running (they only wait on their child, and may hold uv's locks)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return []  # one process runs every test
+    mine, paused = str(os.getpid()), []
+    while True:
+        children = children_by_parent()
+        others = set(descendants(children, str(os.getppid()))) - {mine}
+        others -= set(descendants(children, mine))
+        new = [p for p in others if p not in paused and process_name(p) != "uv"]
+        if not new:
+            return paused
+        for pid in new:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGSTOP)
+            paused.append(pid)
+
+
+def resume(pids: list[str]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGCONT)
+
+
+def children_by_parent() -> dict[str, list[str]]:
+    """Every process's children, from ``/proc/PID/stat`` (its 4th field is the parent;
+    the 2nd, the name in parentheses, may hold spaces)."""
+    children: dict[str, list[str]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            parent = stat.read_text().rsplit(")", 1)[1].split()[1]
+            children.setdefault(parent, []).append(stat.parent.name)
+    return children
+
+
+def descendants(children: dict[str, list[str]], pid: str) -> Iterator[str]:
+    for child in children.get(pid, []):
+        yield child
+        yield from descendants(children, child)
+
+
+def process_name(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 @pytest.fixture
