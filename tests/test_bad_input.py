@@ -18,7 +18,7 @@ from nnxrl import config as config_lib
 from nnxrl.cli import main
 from nnxrl.run.training import run_training
 
-SHORT = [*SHORT_CARTPOLE, "total_env_steps=2048"]  # 16 updates
+SHORT = [*SHORT_CARTPOLE, "total_env_steps=2048", "checkpoint.every_updates=8"]  # 16 updates
 
 
 @pytest.fixture(scope="module")

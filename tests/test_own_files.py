@@ -17,7 +17,7 @@ from nnxrl.cli import main
 from nnxrl.errors import Stopped
 from nnxrl.run.training import run_training
 
-SHORT = SHORT_CARTPOLE
+SHORT = [*SHORT_CARTPOLE, "checkpoint.every_updates=8"]  # its tests pick checkpoints
 
 
 @pytest.fixture(scope="module")

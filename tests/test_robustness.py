@@ -31,7 +31,7 @@ from nnxrl.run import checkpoint
 from nnxrl.run.training import run_training
 
 ROOT = Path(__file__).parents[1]
-# 160 updates of 4 envs x 32 steps, in chunks of 4, checkpointed every 8
+# 160 updates of 4 envs x 32 steps, in chunks of 4, checkpointed every 20
 RUN = [*SHORT_CARTPOLE, "total_env_steps=20480"]
 
 
@@ -278,7 +278,7 @@ def test_a_damaged_newest_checkpoint_points_to_one_that_works(reference, tmp_pat
     err = capsys.readouterr().err
     assert "checkpoints/24 is damaged" in err and "nnxrl train --resume RUN_DIR --step" in err
     assert "Event loop is closed" not in err
-    assert main(["train", "--resume", str(out), "--step", "16"]) == 0
+    assert main(["train", "--resume", str(out), "--step", "20"]) == 0
     assert records(out) == records(reference)
 
 
@@ -313,13 +313,13 @@ def test_a_lasting_disk_full_stops_the_run_which_then_resumes_exactly(
     reference, small_disk, monkeypatch, capsys
 ):
     monkeypatch.setattr(JsonlBackend, "retry_seconds", 0.5)
-    filler = fill_at_update(monkeypatch, small_disk, update=20, free_on_retry=False)
+    filler = fill_at_update(monkeypatch, small_disk, update=44, free_on_retry=False)
     out = small_disk / "run"
     assert main(["train", CARTPOLE, "--out", str(out)] + sets(RUN)) == 4
     err = capsys.readouterr().err
     assert "could not be written after retries" in err and "No space left" in err
     assert "could not write the checkpoint" in err and "Traceback" not in err
-    assert checkpoint.available(out) == [8, 16]  # the earlier ones are intact
+    assert checkpoint.available(out) == [20, 40]  # the earlier ones are intact
     filler[0].unlink()
     monkeypatch.undo()
     assert main(["train", "--resume", str(out)]) == 0
