@@ -80,8 +80,9 @@ for pid in sys.argv[2:]:
 
 def pause_other_workers() -> list[str]:
     """SIGSTOP the other xdist workers (the controller's other children) and their
-    descendants, stopping each parent before listing its children; uv processes are
-    left running (they only wait on their child, and may hold uv's locks)."""
+    descendants, listing again until no new one appears (one may start a child as it
+    is stopped); uv processes are left running (they wait on their child, and may
+    hold uv's locks)."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
         return []  # one process runs every test
     mine, paused = str(os.getpid()), []

@@ -96,7 +96,7 @@ def same_params(a: Path, b: Path) -> bool:
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_resume_is_bit_exact(tmp_path, variant):
-    config = load(variant)
+    config = load(variant, "checkpoint.every_updates=8")  # 10 saves, not 20 (0.2-0.5 s each)
     run_training(config, tmp_path / "whole", quiet=True)
     with pytest.raises(KeyboardInterrupt):
         run_training(config, tmp_path / "split", quiet=True, stop_after=8)
@@ -113,7 +113,9 @@ def test_resume_is_bit_exact(tmp_path, variant):
 
 
 def test_ctrl_c_in_a_subprocess_leaves_a_checkpoint_that_resumes_exactly(tmp_path, alone):
+    # 320 updates, so that it is still training when stopped; 8 periodic saves, not 80
     overrides = [*SMALL, "total_env_steps=40960", "logging.backends=[console]"]
+    overrides += ["checkpoint.every_updates=40"]
     overrides = [o for o in overrides if not o.startswith("logging.backends=[]")]
     run_training(
         config_lib.load(ROOT / "configs/ppo-cartpole.yaml", overrides),
