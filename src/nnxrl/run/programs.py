@@ -31,6 +31,7 @@ from nnxrl.run.chunk import SEED_AXIS, train_chunk
 from nnxrl.run.compile_cache import use_compile_cache
 from nnxrl.run.compiler_options import compiler_options
 from nnxrl.run.evaluation import make_evaluator
+from nnxrl.run.heap import release_freed_memory
 from nnxrl.run.resources import check_fits
 from nnxrl.run.saved_programs import saved_programs
 from nnxrl.sweeps import population
@@ -80,6 +81,7 @@ def compile_programs(config: config_lib.Config) -> Programs:
     parts = Tracing(config, layout, member_hp)
     init_args = init_arguments(config, layout, member_hp)
     init_compiled = saved.compiled("init", lambda: compile_init(parts, init_args))
+    release_freed_memory()  # what compiling freed, returned to the host (run/heap.py)
     template = state_template(init_compiled)
     shardings = init_compiled.output_shardings  # one per leaf
 
@@ -97,7 +99,9 @@ def compile_programs(config: config_lib.Config) -> Programs:
                 .compile(parts.options)
             )
 
-        return saved.compiled(f"chunk-{num_updates}", fresh)
+        compiled = saved.compiled(f"chunk-{num_updates}", fresh)
+        release_freed_memory()
+        return compiled
 
     upc = schedule.updates_per_chunk(config)
     chunks = {upc: compile_chunk(upc)}
