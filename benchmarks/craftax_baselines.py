@@ -4,6 +4,7 @@
     uv run python benchmarks/craftax_baselines.py --baselines DIR --kind ff --repeats 1
     uv run python benchmarks/craftax_baselines.py --baselines DIR --env Craftax-Classic-Symbolic-v1
     uv run python benchmarks/craftax_baselines.py --baselines DIR --kind ff --ynn none
+    uv run python benchmarks/craftax_baselines.py --baselines DIR --kind ff --env-alone
 
 DIR is a local clone of the public repository MichaelTMatthews/Craftax_Baselines,
 kept outside this repository (its files are another project's): ``git clone`` it
@@ -25,6 +26,14 @@ time, then called), and nnxrl's host hand-over of each finished update
 the worker's first line to the end of the first update (imports, env and network
 set-up, compilation, one update), and the worker's peak RSS. The table gives
 medians and nnxrl / baselines.
+
+``--env-alone`` adds a third side, alternated with the two: nnxrl's Craftax env with
+no agent, compiled and run as nnxrl runs it (an init program that generates every
+world, then a program of one 64-step rollout with optimistic resets and uniformly
+random actions, a mark after each). Whatever PPO is put around the env must compile
+and run at least this, so its first update and rate bound both sides': the
+``env alone / baselines`` row is the best first-update ratio any Craftax PPO with
+this env code could reach.
 """
 
 from __future__ import annotations
@@ -45,6 +54,8 @@ HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
 NUM_ENVS, NUM_STEPS = 64, 64
 SCRIPTS = {"ff": "ppo.py", "rnn": "ppo_rnn.py"}
+SIDES = ("nnxrl", "baselines", "env alone")
+RESET_RATIO = 16
 CONFIGS = {"ff": "ppo-craftax-classic-symbolic", "rnn": "ppo-rnn-craftax-symbolic"}
 HOW_TO_GET = (
     "benchmarks/craftax_baselines.py needs a local clone of Craftax_Baselines (the public "
@@ -65,7 +76,8 @@ def main() -> None:
     print(f"{args.env}: {NUM_ENVS} envs x {NUM_STEPS} steps, {args.updates} updates, cold")
     print("| kind | side | rep | env steps/s | first update s | peak RSS MiB |")
     print("|---|---|---:|---:|---:|---:|", flush=True)
-    table = [summarise(kind, measure_kind(args, kind)) for kind in args.kind or ("ff", "rnn")]
+    kinds = args.kind or ("ff", "rnn")
+    table = [summarise(kind, measure_kind(args, kind)) for kind in kinds]
     print("\nMedians, and nnxrl / baselines:\n")
     print("| kind | side | env steps/s | first update s | peak RSS MiB |")
     print("|---|---|---:|---:|---:|")
@@ -86,16 +98,20 @@ def parse_args() -> argparse.Namespace:
         help="nnxrl's Craftax XLA CPU option xla_cpu_experimental_ynn_fusion_type replaced "
         "by this value (none: XLA's default), to measure what it costs",
     )
-    parser.add_argument("--worker", choices=("nnxrl", "baselines"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--env-alone", action="store_true", help="add the env with no agent as a third side"
+    )
+    parser.add_argument("--worker", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--worker-kind", choices=tuple(SCRIPTS), help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
 def measure_kind(args: argparse.Namespace, kind: str) -> dict[str, list[dict]]:
     """Both sides ``--repeats`` times, alternated, each a fresh process."""
-    runs: dict[str, list[dict]] = {"nnxrl": [], "baselines": []}
+    sides = SIDES if args.env_alone else SIDES[:2]
+    runs: dict[str, list[dict]] = {side: [] for side in sides}
     for rep in range(args.repeats):
-        order = ("nnxrl", "baselines") if rep % 2 == 0 else ("baselines", "nnxrl")
+        order = sides if rep % 2 == 0 else tuple(reversed(sides))
         for side in order:
             result = measure(args, side, kind)
             runs[side].append(result)
@@ -108,7 +124,7 @@ def measure(args: argparse.Namespace, side: str, kind: str) -> dict:
     command = ["uv", "run"]
     if side == "baselines":
         command += ["--with", "distrax", "--with", "chex"]
-    command += ["python", str(HERE), "--worker", side, "--worker-kind", kind]
+    command += ["python", str(HERE), f"--worker={side}", "--worker-kind", kind]
     command += ["--env", args.env, "--updates", str(args.updates)]
     command += ["--baselines", str(Path(args.baselines).resolve())]
     command += [f"--set={o}" for o in args.set] + ([f"--ynn={args.ynn}"] if args.ynn else [])
@@ -137,13 +153,15 @@ def summarise(kind: str, runs: dict[str, list[dict]]) -> list[str]:
         side: {k: statistics.median(r[k] for r in rs) for k in ("sps", "first", "rss")}
         for side, rs in runs.items()
     }
-    a, b = med["nnxrl"], med["baselines"]
-    ratio = " | ".join(f"{a[k] / b[k]:.2f}x" for k in ("sps", "first", "rss"))
-    return [
-        f"| {kind} | nnxrl | {a['sps']:,.0f} | {a['first']:.1f} | {a['rss']:,.0f} |",
-        f"| {kind} | Craftax_Baselines | {b['sps']:,.0f} | {b['first']:.1f} | {b['rss']:,.0f} |",
-        f"| {kind} | nnxrl / baselines | {ratio} |",
+    b = med["baselines"]
+    rows = [
+        f"| {kind} | {side} | {m['sps']:,.0f} | {m['first']:.1f} | {m['rss']:,.0f} |"
+        for side, m in med.items()
     ]
+    for side in [side for side in med if side != "baselines"]:
+        ratio = " | ".join(f"{med[side][k] / b[k]:.2f}x" for k in ("sps", "first", "rss"))
+        rows.append(f"| {kind} | {side} / baselines | {ratio} |")
+    return rows
 
 
 def run_worker(args: argparse.Namespace) -> list[float]:
@@ -151,6 +169,8 @@ def run_worker(args: argparse.Namespace) -> list[float]:
     marks: list[float] = []
     if args.worker == "baselines":
         run_baselines(args, marks)
+    elif args.worker == "env alone":
+        run_env_alone(args, marks)
     else:
         run_nnxrl(args, marks)
     return marks
@@ -209,6 +229,36 @@ def run_nnxrl(args: argparse.Namespace, marks: list[float]) -> None:
     with tempfile.TemporaryDirectory() as out:
         sets = [x for o in overrides for x in ("--set", o)]
         cli.main(["train", CONFIGS[args.worker_kind], "--out", f"{out}/run", *sets])
+
+
+def run_env_alone(args: argparse.Namespace, marks: list[float]) -> None:
+    """nnxrl's Craftax env with no agent: init (every world generated), then
+    ``--updates`` rollouts of 64 steps with random actions, each its mark."""
+    import jax
+
+    from nnxrl.envs.craftax_env import make_craftax_env
+    from nnxrl.run.compiler_options import compiler_options
+
+    env = make_craftax_env(args.env, NUM_ENVS, RESET_RATIO)
+    options = compiler_options(env.spec)
+
+    def rollout(state, key):
+        def step(state, key):
+            action = jax.random.randint(key, (NUM_ENVS,), 0, env.spec.num_actions)
+            state, out = env.step(key, state, action)
+            return state, out.reward.sum()
+
+        state, rewards = jax.lax.scan(step, state, jax.random.split(key, NUM_STEPS))
+        return state, rewards.sum()
+
+    key = jax.random.key(0)
+    init = jax.jit(lambda key: env.reset(key)[1]).lower(key).compile(options)
+    state = init(key)
+    run = jax.jit(rollout, donate_argnums=0).lower(state, key).compile(options)
+    for update in range(args.updates):
+        state, total = run(state, jax.random.fold_in(key, update))
+        total.block_until_ready()
+        marks.append(time.time())
 
 
 def peak_rss_mib() -> float:
