@@ -104,8 +104,6 @@ def run_worker(args: argparse.Namespace) -> dict:
     from nnxrl import config as config_lib
     from nnxrl.run.programs import compile_programs
 
-    jax.config.update("jax_compilation_cache_dir", args.cache_dir)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
     switch_off(args.worker)
     config = config_lib.load(
         ROOT / "configs" / "ppo-craftax-classic-symbolic.yaml",
@@ -114,6 +112,7 @@ def run_worker(args: argparse.Namespace) -> dict:
             f"env.num_envs={NUM_ENVS}",
             f"total_env_steps={(args.updates + 1) * NUM_ENVS * NUM_STEPS}",
             "logging.updates_per_chunk=1",
+            f"compile_cache.dir={args.cache_dir}",  # JAX's cache, this run's scratch folder
             "compile_cache.save_programs=false",
         ],
     )
