@@ -3,6 +3,10 @@
     uv run python benchmarks/peers.py                  # 1 and 8 seeds, 3 alternated repetitions
     uv run python benchmarks/peers.py --seeds 1 --repeats 1
 
+A third side, "plain JAX", is the least PPO program at these settings
+(``benchmarks/ppo_floor.py``: one jitted function, nothing either library adds); its
+compile time and rate bound what a PPO written in JAX reaches on this machine.
+
 Each measurement is a fresh process, so every compile is cold (nnxrl's persistent
 compilation cache is switched off for them); the two libraries alternate within
 each repetition (A B, then B A, ...) so that drift in the machine's speed hits both
@@ -45,6 +49,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
 CONFIG = ROOT / "configs" / "ppo-cartpole.yaml"
+SIDES = ["nnxrl", "rejax", "plain JAX"]
 REJAX = ["--with", "rejax==0.1.3", "--with", "gymnax==0.0.9"]
 EVAL_EPISODES = 128
 
@@ -65,9 +70,10 @@ def main() -> None:
     print("|---|---|---:|---:|---:|---:|", flush=True)
     summary = []
     for seeds in args.seeds or (1, 8):
-        runs: dict[str, list[dict]] = {"nnxrl": [], "rejax": []}
+        runs: dict[str, list[dict]] = {library: [] for library in SIDES}
         for rep in range(args.repeats):
-            order = ("nnxrl", "rejax") if rep % 2 == 0 else ("rejax", "nnxrl")
+            order = SIDES[rep % 3 :] + SIDES[: rep % 3]
+            order = order if rep % 2 == 0 else order[::-1]
             for library in order:
                 result = measure(library, seeds)
                 runs[library].append(result)
@@ -77,26 +83,26 @@ def main() -> None:
             warm = measure("nnxrl", seeds, cache)
         print(row(f"{seeds} seed(s), warm cache", "nnxrl", warm), flush=True)
         summary.append((seeds, runs, warm))
-    print("\nMedians, and nnxrl / rejax:\n")
-    print("| run | nnxrl | rejax | nnxrl / rejax |")
-    print("|---|---:|---:|---:|")
+    print("\nMedians, and each / rejax:\n")
+    print("| run | nnxrl | rejax | plain JAX | nnxrl / rejax | plain JAX / rejax |")
+    print("|---|---:|---:|---:|---:|---:|")
     for seeds, runs, warm in summary:
         for key, label in (
             ("sps", "env steps/s"),
             ("compile_s", "compile s, cold"),
             ("rss_mib", "peak host memory, MiB"),
         ):
-            ours = statistics.median(r[key] for r in runs["nnxrl"])
-            theirs = statistics.median(r[key] for r in runs["rejax"])
+            ours, theirs, floor = (statistics.median(r[key] for r in runs[s]) for s in SIDES)
             print(
-                f"| {label}, {seeds} seed(s) | {ours:,.2f} | {theirs:,.2f} | {ours / theirs:.2f}x |"
+                f"| {label}, {seeds} seed(s) | {ours:,.2f} | {theirs:,.2f} | {floor:,.2f} "
+                f"| {ours / theirs:.2f}x | {floor / theirs:.2f}x |"
             )
         theirs = statistics.median(r["compile_s"] for r in runs["rejax"])
         print(
             f"| compile s, nnxrl warm cache, {seeds} seed(s) | {warm['compile_s']:.2f} | "
-            f"{theirs:.2f} | {warm['compile_s'] / theirs:.2f}x |"
+            f"{theirs:.2f} | | {warm['compile_s'] / theirs:.2f}x | |"
         )
-        for library in ("nnxrl", "rejax"):
+        for library in SIDES:
             returns = statistics.median(r["final_return"] for r in runs[library])
             print(f"| final return, {seeds} seed(s), {library} | {returns:.1f} | | |")
 
@@ -111,7 +117,9 @@ def row(run: str, library: str, r: dict) -> str:
 def measure(library: str, seeds: int, cache_dir: str | None = None) -> dict:
     """One fresh worker process; its RESULT line."""
     args = [str(HERE), "--worker", library, "--seeds", str(seeds)]
-    if library == "nnxrl":
+    if library == "plain JAX":
+        cmd = [sys.executable, str(HERE.parent / "ppo_floor.py"), "--seeds", str(seeds)]
+    elif library == "nnxrl":
         cmd = [sys.executable, *args] + (["--cache-dir", cache_dir] if cache_dir else [])
     else:
         cmd = [
