@@ -42,6 +42,9 @@ def run_floor(seeds: int) -> dict[str, float]:
     import jax
 
     jax.config.update("jax_num_cpu_devices", os.cpu_count() or 1)
+    from nnxrl.envs.plotting_imports import deferred_plotting
+
+    deferred_plotting()  # gymnax imported as lean as nnxrl imports it, so as not to slow the floor
     import gymnax  # noqa: F401  (its import is slow: done here, before the clock)
     import jax.numpy as jnp
     import numpy as np
