@@ -3,9 +3,10 @@
     uv run python benchmarks/peers.py                  # 1 and 8 seeds, 3 alternated repetitions
     uv run python benchmarks/peers.py --seeds 1 --repeats 1
 
-A third side, "plain JAX", is the least PPO program at these settings
-(``benchmarks/ppo_floor.py``: one jitted function, nothing either library adds); its
-compile time and rate bound what a PPO written in JAX reaches on this machine.
+A third side, "plain JAX", is the least PPO program that computes what nnxrl's config
+asks (``benchmarks/ppo_floor.py --matched``: one jitted function, the annealed learning
+rate and the time-limit bootstrap, nothing else either library adds); its compile
+time and rate bound what a PPO written in JAX reaches on this machine.
 
 Each measurement is a fresh process, so every compile is cold (nnxrl's persistent
 compilation cache is switched off for them); the two libraries alternate within
@@ -118,7 +119,13 @@ def measure(library: str, seeds: int, cache_dir: str | None = None) -> dict:
     """One fresh worker process; its RESULT line."""
     args = [str(HERE), "--worker", library, "--seeds", str(seeds)]
     if library == "plain JAX":
-        cmd = [sys.executable, str(HERE.parent / "ppo_floor.py"), "--seeds", str(seeds)]
+        cmd = [
+            sys.executable,
+            str(HERE.parent / "ppo_floor.py"),
+            "--matched",
+            "--seeds",
+            str(seeds),
+        ]
     elif library == "nnxrl":
         cmd = [sys.executable, *args] + (["--cache-dir", cache_dir] if cache_dir else [])
     else:

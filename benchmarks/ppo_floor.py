@@ -14,6 +14,15 @@ What it spends to trace and compile, and its env steps per second, bound what an
 PPO at this workload can reach on this machine with JAX's compiler. The seeds are
 vmapped and, as nnxrl does, split over one CPU device a core.
 
+``--matched`` computes what nnxrl's CartPole config asks beyond rejax: the learning
+rate annealed linearly to 0, and the bootstrap through time limits (one batched
+critic pass over every step's observation before any reset: r + gamma V(s') where the
+episode was cut by its time limit, r where it terminated). ``--save DIR`` writes the
+final parameters and optimiser state with Orbax afterwards, as a run's last
+checkpoint does (its seconds reported). Timing the whole process (``time uv run
+python benchmarks/ppo_floor.py --matched --save DIR``) gives the floor under the
+README's first command.
+
 ``peers.py`` runs it as a third side beside nnxrl and rejax (``--floor``).
 """
 
@@ -23,6 +32,7 @@ import argparse
 import json
 import os
 import time
+from functools import partial
 from typing import Any
 
 LAST = 20
@@ -33,10 +43,13 @@ GAMMA, LAMBDA, CLIP, ENT, VF, LR, MAX_NORM, WIDTH = 0.99, 0.95, 0.2, 0.01, 0.5, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=1)
-    print("RESULT " + json.dumps(run_floor(parser.parse_args().seeds)), flush=True)
+    parser.add_argument("--matched", action="store_true", help="anneal; bootstrap time limits")
+    parser.add_argument("--save", help="a new folder: write the final state there with Orbax")
+    args = parser.parse_args()
+    print("RESULT " + json.dumps(run_floor(args.seeds, args.matched, args.save)), flush=True)
 
 
-def run_floor(seeds: int) -> dict[str, float]:
+def run_floor(seeds: int, matched: bool = False, save: str | None = None) -> dict[str, float]:
     """Compile seconds (trace, lower, XLA), env steps/s of the compiled run, the mean
     return of the episodes that ended in each seed's last updates, peak RSS."""
     import jax
@@ -55,15 +68,17 @@ def run_floor(seeds: int) -> dict[str, float]:
     by_seed = NamedSharding(Mesh(np.array(devices), ("seed",)), PartitionSpec("seed"))
     keys = jax.device_put(jax.random.split(jax.random.key(0), seeds), by_seed)
     started = time.perf_counter()
-    program = jax.jit(jax.vmap(train), in_shardings=by_seed, out_shardings=by_seed)
+    program = jax.jit(jax.vmap(partial(train, matched=matched)), in_shardings=by_seed)
     compiled = program.lower(keys).compile()
     compile_s = time.perf_counter() - started
     started = time.perf_counter()
-    returns = jax.block_until_ready(compiled(keys))
+    returns, final_state = jax.block_until_ready(compiled(keys))
     seconds = time.perf_counter() - started
+    save_s = save_with_orbax(final_state, save) if save else 0.0
     import resource
 
     return {
+        "save_s": save_s,
         "compile_s": compile_s,
         "sps": seeds * updates() * ENVS * STEPS / seconds,
         "final_return": float(jnp.mean(returns)),
@@ -75,22 +90,36 @@ def updates() -> int:
     return TOTAL // (ENVS * STEPS)
 
 
-def train(key: Any) -> Any:
+def save_with_orbax(state: Any, directory: str) -> float:
+    """Seconds to import Orbax and write ``state`` into the new folder ``directory``."""
+    started = time.perf_counter()
+    import orbax.checkpoint as ocp
+
+    with ocp.StandardCheckpointer() as checkpointer:
+        checkpointer.save(os.path.abspath(os.path.join(directory, "final")), state)
+    return time.perf_counter() - started
+
+
+def train(key: Any, matched: bool) -> Any:
     """One seed's whole run: init, then ``updates()`` updates; the mean return of the
-    episodes that ended during the last ``LAST`` updates."""
+    episodes that ended during the last ``LAST`` updates, and the final parameters and
+    optimiser state."""
     import gymnax
     import jax
     import optax
 
     env, env_params = gymnax.make("CartPole-v1")
-    optimiser = optax.chain(optax.clip_by_global_norm(MAX_NORM), optax.adam(LR, eps=1e-5))
+    steps = updates() * EPOCHS * MINIBATCHES
+    lr = optax.linear_schedule(LR, 0.0, steps) if matched else LR
+    optimiser = optax.chain(optax.clip_by_global_norm(MAX_NORM), optax.adam(lr, eps=1e-5))
     net_key, env_key, key = jax.random.split(key, 3)
     params = init_params(net_key, env.observation_space(env_params).shape[0])
     obs, env_state = jax.vmap(env.reset, (0, None))(jax.random.split(env_key, ENVS), env_params)
     carry = (params, optimiser.init(params), (env_state, obs, jax.numpy.zeros(ENVS)), key)
-    step = lambda c, _: update(c, env, env_params, optimiser)  # noqa: E731
-    _, (returns, ended) = jax.lax.scan(step, carry, None, length=updates())
-    return returns[-LAST:].sum() / jax.numpy.maximum(ended[-LAST:].sum(), 1)
+    step = lambda c, _: update(c, env, env_params, optimiser, matched)  # noqa: E731
+    (params, opt_state, *_), (returns, ended) = jax.lax.scan(step, carry, None, updates())
+    mean_return = returns[-LAST:].sum() / jax.numpy.maximum(ended[-LAST:].sum(), 1)
+    return mean_return, (params, opt_state)
 
 
 def init_params(key: Any, obs_size: int) -> dict:
@@ -122,7 +151,9 @@ def forward(params: dict, obs: Any) -> tuple[Any, Any]:
     return tower(params["actor"], obs), tower(params["critic"], obs)[..., 0]
 
 
-def update(carry: tuple, env: Any, env_params: Any, optimiser: Any) -> tuple[tuple, Any]:
+def update(
+    carry: tuple, env: Any, env_params: Any, optimiser: Any, matched: bool
+) -> tuple[tuple, Any]:
     """Collect a rollout, compute GAE, run the epochs; the summed return and the count
     of the episodes that ended in it."""
     import jax
@@ -130,8 +161,14 @@ def update(carry: tuple, env: Any, env_params: Any, optimiser: Any) -> tuple[tup
     params, opt_state, envs, key = carry
     key, rollout_key, epoch_key = jax.random.split(key, 3)
     envs, batch = collect(params, envs, rollout_key, env, env_params)
-    _, last_value = forward(params, envs[1])
-    advantages = gae(batch["reward"], batch["value"], batch["done"], last_value)
+    if matched:  # V(s') of every step, before any reset; time limits bootstrapped
+        next_value = forward(params, batch["final_obs"])[1]
+        cut = batch["terminated"]
+    else:  # V of the next observation; every end of an episode cuts
+        last_value = forward(params, envs[1])[1]
+        next_value = jax.numpy.concatenate([batch["value"][1:], last_value[None]])
+        cut = batch["done"]
+    advantages = gae(batch["reward"], batch["value"], next_value, cut, batch["done"])
     batch = {**batch, "advantage": advantages, "target": advantages + batch["value"]}
     flat = jax.tree.map(lambda x: x.reshape(ENVS * STEPS, *x.shape[2:]), batch)
 
@@ -160,32 +197,32 @@ def collect(params: dict, envs: tuple, key: Any, env: Any, env_params: Any) -> A
         logits, value = forward(params, obs)
         action = jax.random.categorical(act_key, logits)
         logp = jax.nn.log_softmax(logits)[jnp.arange(ENVS), action]
-        next_obs, env_state, reward, terminated, truncated, _ = jax.vmap(env.step, (0, 0, 0, None))(
-            jax.random.split(step_key, ENVS), env_state, action, env_params
-        )
+        next_obs, env_state, reward, terminated, truncated, info = jax.vmap(
+            env.step, (0, 0, 0, None)
+        )(jax.random.split(step_key, ENVS), env_state, action, env_params)
         done = terminated | truncated  # a time limit ends the episode as death does
         running = running + reward
         record = {"obs": obs, "action": action, "logp": logp, "value": value}
         record |= {"reward": reward, "done": done, "ended_return": jnp.where(done, running, 0.0)}
+        record |= {"terminated": terminated, "final_obs": info["final_observation"]}
         return (env_state, next_obs, jnp.where(done, 0.0, running)), record
 
     return jax.lax.scan(step, envs, jax.random.split(key, STEPS))
 
 
-def gae(reward: Any, value: Any, done: Any, last_value: Any) -> Any:
-    """A_t = delta_t + gamma lambda (1 - d_t) A_{t+1}, delta_t = r_t + gamma (1 - d_t)
-    V_{t+1} - V_t; [STEPS, ENVS] each."""
+def gae(reward: Any, value: Any, next_value: Any, cut: Any, done: Any) -> Any:
+    """A_t = delta_t + gamma lambda (1 - done_t) A_{t+1}, delta_t = r_t + gamma (1 -
+    cut_t) V'_t - V_t, with V'_t the next state's value; [STEPS, ENVS] each."""
     import jax
 
-    def back(carry: tuple, t: tuple) -> tuple[tuple, Any]:
-        next_advantage, next_value = carry
-        r, v, d = t
-        delta = r + GAMMA * (1 - d) * next_value - v
+    def back(next_advantage: Any, t: tuple) -> tuple[Any, Any]:
+        r, v, v_next, c, d = t
+        delta = r + GAMMA * (1 - c) * v_next - v
         advantage = delta + GAMMA * LAMBDA * (1 - d) * next_advantage
-        return (advantage, v), advantage
+        return advantage, advantage
 
-    start = (jax.numpy.zeros_like(last_value), last_value)
-    return jax.lax.scan(back, start, (reward, value, done.astype(reward.dtype)), reverse=True)[1]
+    inputs = (reward, value, next_value, cut.astype(reward.dtype), done.astype(reward.dtype))
+    return jax.lax.scan(back, jax.numpy.zeros_like(reward[0]), inputs, reverse=True)[1]
 
 
 def sgd_step(state: tuple, minibatch: dict, optimiser: Any) -> tuple:
