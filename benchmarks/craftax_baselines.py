@@ -34,6 +34,12 @@ random actions, a mark after each). Whatever PPO is put around the env must comp
 and run at least this, so its first update and rate bound both sides': the
 ``env alone / baselines`` row is the best first-update ratio any Craftax PPO with
 this env code could reach.
+
+``--least`` adds a side for feed-forward PPO: the least PPO program that computes what
+nnxrl's config asks (``benchmarks/ppo_floor.py``'s ``run_craftax``: plain JAX around
+nnxrl's env, the learning rate annealed and time limits bootstrapped, nothing else;
+init and one update compiled as two programs, a mark after each update). Its rate
+and first update over the baselines' bound what a PPO written in JAX reaches here.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
 NUM_ENVS, NUM_STEPS = 64, 64
 SCRIPTS = {"ff": "ppo.py", "rnn": "ppo_rnn.py"}
-SIDES = ("nnxrl", "baselines", "env alone")
+SIDES = ("nnxrl", "baselines", "env alone", "least program")
 RESET_RATIO = 16
 CONFIGS = {"ff": "ppo-craftax-classic-symbolic", "rnn": "ppo-rnn-craftax-symbolic"}
 HOW_TO_GET = (
@@ -101,14 +107,20 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--env-alone", action="store_true", help="add the env with no agent as a third side"
     )
+    parser.add_argument(
+        "--least",
+        action="store_true",
+        help="add the least feed-forward PPO program (benchmarks/ppo_floor.py) as a side",
+    )
     parser.add_argument("--worker", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--worker-kind", choices=tuple(SCRIPTS), help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
 def measure_kind(args: argparse.Namespace, kind: str) -> dict[str, list[dict]]:
-    """Both sides ``--repeats`` times, alternated, each a fresh process."""
-    sides = SIDES if args.env_alone else SIDES[:2]
+    """Every side ``--repeats`` times, alternated, each a fresh process."""
+    sides = ["nnxrl", "baselines"] + ["env alone"] * args.env_alone
+    sides += ["least program"] * (args.least and kind == "ff")
     runs: dict[str, list[dict]] = {side: [] for side in sides}
     for rep in range(args.repeats):
         order = sides if rep % 2 == 0 else tuple(reversed(sides))
@@ -171,6 +183,10 @@ def run_worker(args: argparse.Namespace) -> list[float]:
         run_baselines(args, marks)
     elif args.worker == "env alone":
         run_env_alone(args, marks)
+    elif args.worker == "least program":
+        from ppo_floor import run_craftax  # benchmarks/ppo_floor.py, beside this file
+
+        run_craftax(args.env, args.updates, marks)
     else:
         run_nnxrl(args, marks)
     return marks

@@ -23,7 +23,12 @@ checkpoint does (its seconds reported). Timing the whole process (``time uv run
 python benchmarks/ppo_floor.py --matched --save DIR``) gives the floor under the
 README's first command.
 
-``peers.py`` runs it as a third side beside nnxrl and rejax (``--floor``).
+``peers.py`` runs it as a third side beside nnxrl and rejax. ``run_craftax`` is the
+same program at the Craftax workload of ``craftax_baselines.py`` (64 envs x 64 steps,
+4 epochs x 8 minibatches, three tanh layers of 512, the baselines' hyperparameters),
+on nnxrl's Craftax env with optimistic resets (the code ``--env-alone`` times there),
+with init and one update compiled as two programs so that each update can be timed:
+``craftax_baselines.py --least`` runs it as a side of its own.
 """
 
 from __future__ import annotations
@@ -32,12 +37,50 @@ import argparse
 import json
 import os
 import time
+from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
-LAST = 20
-ENVS, STEPS, EPOCHS, MINIBATCHES, TOTAL = 4, 128, 4, 4, 500_000
-GAMMA, LAMBDA, CLIP, ENT, VF, LR, MAX_NORM, WIDTH = 0.99, 0.95, 0.2, 0.01, 0.5, 2.5e-4, 0.5, 64
+LAST = 20  # the final updates whose ended episodes give the reported return
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One PPO workload's sizes and hyperparameters."""
+
+    envs: int
+    steps: int
+    epochs: int
+    minibatches: int
+    width: int
+    layers: int
+    updates: int
+    lr: float
+    gamma: float
+    lam: float
+    max_norm: float
+    clip: float = 0.2
+    ent: float = 0.01
+    vf: float = 0.5
+
+
+# configs/ppo-cartpole.yaml; 500k env steps
+CARTPOLE = Workload(4, 128, 4, 4, 64, 2, 500_000 // 512, 2.5e-4, 0.99, 0.95, 0.5)
+
+
+def craftax_workload(updates: int) -> Workload:
+    """configs/ppo-craftax-classic-symbolic.yaml at craftax_baselines.py's 64 envs."""
+    return Workload(64, 64, 4, 8, 512, 3, updates, 2e-4, 0.99, 0.8, 1.0)
+
+
+class Env(NamedTuple):
+    """A batch of envs: reset(key) -> (obs, state); step(key, state, action) -> (state,
+    obs, reward, terminated, done, obs before any reset)."""
+
+    reset: Any
+    step: Any
+    obs_size: int
+    num_actions: int
 
 
 def main() -> None:
@@ -50,25 +93,22 @@ def main() -> None:
 
 
 def run_floor(seeds: int, matched: bool = False, save: str | None = None) -> dict[str, float]:
-    """Compile seconds (trace, lower, XLA), env steps/s of the compiled run, the mean
-    return of the episodes that ended in each seed's last updates, peak RSS."""
+    """CartPole: compile seconds (trace, lower, XLA), env steps/s of the compiled run,
+    the mean return of the episodes that ended in each seed's last updates, peak RSS."""
     import jax
 
     jax.config.update("jax_num_cpu_devices", os.cpu_count() or 1)
-    from nnxrl.envs.plotting_imports import deferred_plotting
-
-    deferred_plotting()  # gymnax imported as lean as nnxrl imports it, so as not to slow the floor
-    import gymnax  # noqa: F401  (its import is slow: done here, before the clock)
     import jax.numpy as jnp
     import numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+    env, w = cartpole(), CARTPOLE
     devices = jax.devices()[: seeds if seeds < len(jax.devices()) else None]
     devices = devices[: max(d for d in range(1, len(devices) + 1) if seeds % d == 0)]
     by_seed = NamedSharding(Mesh(np.array(devices), ("seed",)), PartitionSpec("seed"))
     keys = jax.device_put(jax.random.split(jax.random.key(0), seeds), by_seed)
     started = time.perf_counter()
-    program = jax.jit(jax.vmap(partial(train, matched=matched)), in_shardings=by_seed)
+    program = jax.jit(jax.vmap(partial(train, w=w, env=env, matched=matched)), in_shardings=by_seed)
     compiled = program.lower(keys).compile()
     compile_s = time.perf_counter() - started
     started = time.perf_counter()
@@ -80,14 +120,62 @@ def run_floor(seeds: int, matched: bool = False, save: str | None = None) -> dic
     return {
         "save_s": save_s,
         "compile_s": compile_s,
-        "sps": seeds * updates() * ENVS * STEPS / seconds,
+        "sps": seeds * w.updates * w.envs * w.steps / seconds,
         "final_return": float(jnp.mean(returns)),
         "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
-def updates() -> int:
-    return TOTAL // (ENVS * STEPS)
+def cartpole() -> Env:
+    """gymnax's CartPole-v1, ``CARTPOLE.envs`` of them, with gymnax's own auto-reset."""
+    from nnxrl.envs.plotting_imports import deferred_plotting
+
+    deferred_plotting()  # gymnax imported as lean as nnxrl imports it
+    import gymnax
+    import jax
+
+    env, params = gymnax.make("CartPole-v1")
+    n = CARTPOLE.envs
+
+    def reset(key: Any) -> tuple[Any, Any]:
+        return jax.vmap(env.reset, (0, None))(jax.random.split(key, n), params)
+
+    def step(key: Any, state: Any, action: Any) -> tuple:
+        obs, state, reward, terminated, truncated, info = jax.vmap(env.step, (0, 0, 0, None))(
+            jax.random.split(key, n), state, action, params
+        )
+        return state, obs, reward, terminated, terminated | truncated, info["final_observation"]
+
+    return Env(reset, step, env.observation_space(params).shape[0], env.num_actions)
+
+
+def run_craftax(env_id: str, updates: int, marks: list[float]) -> None:
+    """The least program at the Craftax workload, matched (annealed, bootstrapped):
+    init compiled and run, then ``updates`` updates, the Unix time after each."""
+    import jax
+
+    from nnxrl.envs.craftax_env import make_craftax_env
+    from nnxrl.run.compiler_options import compiler_options
+
+    w = craftax_workload(updates)
+    vec = make_craftax_env(env_id, w.envs, reset_ratio=16)
+    options = compiler_options(vec.spec)  # nnxrl's XLA option for Craftax
+
+    def step(key: Any, state: Any, action: Any) -> tuple:
+        state, out = vec.step(key, state, action)
+        done = out.terminated | out.truncated
+        return state, out.obs, out.reward, out.terminated, done, out.final_obs
+
+    env = Env(vec.reset, step, vec.spec.obs_shape[0], vec.spec.num_actions)
+    optimiser = make_optimiser(w, matched=True)
+    init = jax.jit(partial(initial_carry, w=w, env=env, optimiser=optimiser))
+    carry = init.lower(jax.random.key(0)).compile(options)(jax.random.key(0))
+    one = partial(update, w=w, env=env, optimiser=optimiser, matched=True)
+    program = jax.jit(one, donate_argnums=0).lower(carry).compile(options)
+    for _ in range(updates):
+        carry, ended = program(carry)
+        jax.block_until_ready(ended)
+        marks.append(time.time())
 
 
 def save_with_orbax(state: Any, directory: str) -> float:
@@ -100,43 +188,56 @@ def save_with_orbax(state: Any, directory: str) -> float:
     return time.perf_counter() - started
 
 
-def train(key: Any, matched: bool) -> Any:
-    """One seed's whole run: init, then ``updates()`` updates; the mean return of the
+def train(key: Any, w: Workload, env: Env, matched: bool) -> Any:
+    """One seed's whole run: init, then ``w.updates`` updates; the mean return of the
     episodes that ended during the last ``LAST`` updates, and the final parameters and
     optimiser state."""
-    import gymnax
     import jax
-    import optax
 
-    env, env_params = gymnax.make("CartPole-v1")
-    steps = updates() * EPOCHS * MINIBATCHES
-    lr = optax.linear_schedule(LR, 0.0, steps) if matched else LR
-    optimiser = optax.chain(optax.clip_by_global_norm(MAX_NORM), optax.adam(lr, eps=1e-5))
-    net_key, env_key, key = jax.random.split(key, 3)
-    params = init_params(net_key, env.observation_space(env_params).shape[0])
-    obs, env_state = jax.vmap(env.reset, (0, None))(jax.random.split(env_key, ENVS), env_params)
-    carry = (params, optimiser.init(params), (env_state, obs, jax.numpy.zeros(ENVS)), key)
-    step = lambda c, _: update(c, env, env_params, optimiser, matched)  # noqa: E731
-    (params, opt_state, *_), (returns, ended) = jax.lax.scan(step, carry, None, updates())
+    optimiser = make_optimiser(w, matched)
+    carry = initial_carry(key, w, env, optimiser)
+    step = partial(update, w=w, env=env, optimiser=optimiser, matched=matched)
+    (params, opt_state, *_), (returns, ended) = jax.lax.scan(
+        lambda c, _: step(c), carry, None, w.updates
+    )
     mean_return = returns[-LAST:].sum() / jax.numpy.maximum(ended[-LAST:].sum(), 1)
     return mean_return, (params, opt_state)
 
 
-def init_params(key: Any, obs_size: int) -> dict:
-    """Actor and critic towers obs -> 64 -> 64 -> out, weights N(0, 1/fan_in)."""
+def make_optimiser(w: Workload, matched: bool) -> Any:
+    """Adam behind a global-norm clip; with ``matched``, the rate annealed linearly to 0."""
+    import optax
+
+    steps = w.updates * w.epochs * w.minibatches
+    lr = optax.linear_schedule(w.lr, 0.0, steps) if matched else w.lr
+    return optax.chain(optax.clip_by_global_norm(w.max_norm), optax.adam(lr, eps=1e-5))
+
+
+def initial_carry(key: Any, w: Workload, env: Env, optimiser: Any) -> tuple:
+    """(params, optimiser state, (env state, obs, running returns), key)."""
+    import jax
+
+    net_key, env_key, key = jax.random.split(key, 3)
+    params = init_params(net_key, w, env.obs_size, env.num_actions)
+    obs, env_state = env.reset(env_key)
+    return params, optimiser.init(params), (env_state, obs, jax.numpy.zeros(w.envs)), key
+
+
+def init_params(key: Any, w: Workload, obs_size: int, num_actions: int) -> dict:
+    """Actor and critic towers obs -> width x layers -> out, weights N(0, 1/fan_in)."""
     import jax
     import jax.numpy as jnp
 
     def tower(key: Any, out: int) -> list:
-        sizes = [obs_size, WIDTH, WIDTH, out]
-        keys = jax.random.split(key, 3)
+        sizes = [obs_size] + [w.width] * w.layers + [out]
+        keys = jax.random.split(key, len(sizes) - 1)
         return [
             (jax.random.normal(k, (a, b)) / jnp.sqrt(a), jnp.zeros(b))
             for k, a, b in zip(keys, sizes[:-1], sizes[1:], strict=True)
         ]
 
     actor, critic = jax.random.split(key)
-    return {"actor": tower(actor, 2), "critic": tower(critic, 1)}
+    return {"actor": tower(actor, num_actions), "critic": tower(critic, 1)}
 
 
 def forward(params: dict, obs: Any) -> tuple[Any, Any]:
@@ -151,16 +252,14 @@ def forward(params: dict, obs: Any) -> tuple[Any, Any]:
     return tower(params["actor"], obs), tower(params["critic"], obs)[..., 0]
 
 
-def update(
-    carry: tuple, env: Any, env_params: Any, optimiser: Any, matched: bool
-) -> tuple[tuple, Any]:
+def update(carry: tuple, w: Workload, env: Env, optimiser: Any, matched: bool) -> tuple:
     """Collect a rollout, compute GAE, run the epochs; the summed return and the count
     of the episodes that ended in it."""
     import jax
 
     params, opt_state, envs, key = carry
     key, rollout_key, epoch_key = jax.random.split(key, 3)
-    envs, batch = collect(params, envs, rollout_key, env, env_params)
+    envs, batch = collect(params, envs, rollout_key, env, w)
     if matched:  # V(s') of every step, before any reset; time limits bootstrapped
         next_value = forward(params, batch["final_obs"])[1]
         cut = batch["terminated"]
@@ -168,26 +267,26 @@ def update(
         last_value = forward(params, envs[1])[1]
         next_value = jax.numpy.concatenate([batch["value"][1:], last_value[None]])
         cut = batch["done"]
-    advantages = gae(batch["reward"], batch["value"], next_value, cut, batch["done"])
+    advantages = gae(batch["reward"], batch["value"], next_value, cut, batch["done"], w)
     batch = {**batch, "advantage": advantages, "target": advantages + batch["value"]}
-    flat = jax.tree.map(lambda x: x.reshape(ENVS * STEPS, *x.shape[2:]), batch)
+    keep = ("obs", "action", "logp", "value", "advantage", "target")
+    flat = {k: batch[k].reshape(w.envs * w.steps, *batch[k].shape[2:]) for k in keep}
 
     def epoch(state: tuple, key: Any) -> tuple[tuple, None]:
-        order = jax.random.permutation(key, ENVS * STEPS).reshape(MINIBATCHES, -1)
+        order = jax.random.permutation(key, w.envs * w.steps).reshape(w.minibatches, -1)
         minibatches = jax.tree.map(lambda x: x[order], flat)
-        return jax.lax.scan(lambda s, mb: (sgd_step(s, mb, optimiser), None), state, minibatches)
+        return jax.lax.scan(lambda s, mb: (sgd_step(s, mb, optimiser, w), None), state, minibatches)
 
     (params, opt_state), _ = jax.lax.scan(
-        epoch, (params, opt_state), jax.random.split(epoch_key, EPOCHS)
+        epoch, (params, opt_state), jax.random.split(epoch_key, w.epochs)
     )
     ended = (batch["ended_return"].sum(), batch["done"].sum())
     return (params, opt_state, envs, key), ended
 
 
-def collect(params: dict, envs: tuple, key: Any, env: Any, env_params: Any) -> Any:
-    """``STEPS`` steps of the ``ENVS`` envs (gymnax resets an env that ends); ``envs``
-    is their state, observation and running episode return, so that the return of
-    an episode is recorded where it ends."""
+def collect(params: dict, envs: tuple, key: Any, env: Env, w: Workload) -> Any:
+    """``w.steps`` steps of the envs; ``envs`` is their state, observation and running
+    episode return, so that the return of an episode is recorded where it ends."""
     import jax
     import jax.numpy as jnp
 
@@ -196,47 +295,46 @@ def collect(params: dict, envs: tuple, key: Any, env: Any, env_params: Any) -> A
         act_key, step_key = jax.random.split(key)
         logits, value = forward(params, obs)
         action = jax.random.categorical(act_key, logits)
-        logp = jax.nn.log_softmax(logits)[jnp.arange(ENVS), action]
-        next_obs, env_state, reward, terminated, truncated, info = jax.vmap(
-            env.step, (0, 0, 0, None)
-        )(jax.random.split(step_key, ENVS), env_state, action, env_params)
-        done = terminated | truncated  # a time limit ends the episode as death does
+        logp = jnp.take_along_axis(jax.nn.log_softmax(logits), action[:, None], axis=1)[:, 0]
+        env_state, next_obs, reward, terminated, done, final_obs = env.step(
+            step_key, env_state, action
+        )
         running = running + reward
         record = {"obs": obs, "action": action, "logp": logp, "value": value}
         record |= {"reward": reward, "done": done, "ended_return": jnp.where(done, running, 0.0)}
-        record |= {"terminated": terminated, "final_obs": info["final_observation"]}
+        record |= {"terminated": terminated, "final_obs": final_obs}
         return (env_state, next_obs, jnp.where(done, 0.0, running)), record
 
-    return jax.lax.scan(step, envs, jax.random.split(key, STEPS))
+    return jax.lax.scan(step, envs, jax.random.split(key, w.steps))
 
 
-def gae(reward: Any, value: Any, next_value: Any, cut: Any, done: Any) -> Any:
+def gae(reward: Any, value: Any, next_value: Any, cut: Any, done: Any, w: Workload) -> Any:
     """A_t = delta_t + gamma lambda (1 - done_t) A_{t+1}, delta_t = r_t + gamma (1 -
-    cut_t) V'_t - V_t, with V'_t the next state's value; [STEPS, ENVS] each."""
+    cut_t) V'_t - V_t, with V'_t the next state's value; [steps, envs] each."""
     import jax
 
     def back(next_advantage: Any, t: tuple) -> tuple[Any, Any]:
         r, v, v_next, c, d = t
-        delta = r + GAMMA * (1 - c) * v_next - v
-        advantage = delta + GAMMA * LAMBDA * (1 - d) * next_advantage
+        delta = r + w.gamma * (1 - c) * v_next - v
+        advantage = delta + w.gamma * w.lam * (1 - d) * next_advantage
         return advantage, advantage
 
     inputs = (reward, value, next_value, cut.astype(reward.dtype), done.astype(reward.dtype))
     return jax.lax.scan(back, jax.numpy.zeros_like(reward[0]), inputs, reverse=True)[1]
 
 
-def sgd_step(state: tuple, minibatch: dict, optimiser: Any) -> tuple:
+def sgd_step(state: tuple, minibatch: dict, optimiser: Any, w: Workload) -> tuple:
     """One Adam step on the clipped policy loss, the clipped value loss and entropy."""
     import jax
     import optax
 
     params, opt_state = state
-    grads = jax.grad(loss)(params, minibatch)
+    grads = jax.grad(loss)(params, minibatch, w)
     updates, opt_state = optimiser.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state
 
 
-def loss(params: dict, mb: dict) -> Any:
+def loss(params: dict, mb: dict, w: Workload) -> Any:
     import jax
     import jax.numpy as jnp
 
@@ -245,14 +343,14 @@ def loss(params: dict, mb: dict) -> Any:
     logp = jnp.take_along_axis(logp_all, mb["action"][:, None], axis=1)[:, 0]
     advantage = (mb["advantage"] - mb["advantage"].mean()) / (mb["advantage"].std() + 1e-8)
     ratio = jnp.exp(logp - mb["logp"])
-    clipped = jnp.clip(ratio, 1 - CLIP, 1 + CLIP)
+    clipped = jnp.clip(ratio, 1 - w.clip, 1 + w.clip)
     policy = -jnp.minimum(ratio * advantage, clipped * advantage).mean()
-    value_clipped = mb["value"] + jnp.clip(value - mb["value"], -CLIP, CLIP)
+    value_clipped = mb["value"] + jnp.clip(value - mb["value"], -w.clip, w.clip)
     value_loss = (
         0.5 * jnp.maximum((value - mb["target"]) ** 2, (value_clipped - mb["target"]) ** 2).mean()
     )
     entropy = -(jnp.exp(logp_all) * logp_all).sum(-1).mean()
-    return policy + VF * value_loss - ENT * entropy
+    return policy + w.vf * value_loss - w.ent * entropy
 
 
 if __name__ == "__main__":
