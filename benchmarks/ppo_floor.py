@@ -1,4 +1,4 @@
-"""The least a CartPole PPO program costs in plain JAX: a floor under nnxrl and rejax.
+"""The least PPO program in plain JAX (CartPole, Craftax): the floor peers are measured on.
 
     uv run python benchmarks/ppo_floor.py               # 1 seed
     uv run python benchmarks/ppo_floor.py --seeds 8     # 8 seeds, over one CPU device a core
@@ -10,9 +10,10 @@ CartPole-v1 with its own auto-reset, GAE, the clipped policy and value losses, A
 behind a global-norm clip. Everything either library adds is left out: no metrics
 beyond one return, no non-finite guard, no time-limit bootstrap, no learning-rate
 schedule, no chunks, no orthogonal init (scaled normal weights), no checkpoints.
-What it spends to trace and compile, and its env steps per second, bound what any
-PPO at this workload can reach on this machine with JAX's compiler. The seeds are
-vmapped and, as nnxrl does, split over one CPU device a core.
+What it spends to trace and compile, and its env steps per second, are what a PPO at
+this workload costs on this machine with JAX's compiler and nothing more: a floor in
+the sense of a measurement (single processes spread; one run may put a library above
+it). The seeds are vmapped and, as nnxrl does, split over one CPU device a core.
 
 ``--matched`` computes what nnxrl's CartPole config asks beyond rejax: the learning
 rate annealed linearly to 0, and the bootstrap through time limits (one batched
