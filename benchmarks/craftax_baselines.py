@@ -15,8 +15,8 @@ with this project's Python and packages (plus distrax and chex, which they impor
 Both sides train the same workload: 64 envs x 64 steps, 4 epochs x 8 minibatches,
 width 512, the baselines' PPO hyperparameters, optimistic resets with ratio 16, one
 seed, ``--updates`` updates, every compile cold (nnxrl's saved programs and JAX's
-cache off). Each measurement is a fresh process; the two sides alternate within each
-repetition (A B, then B A) so that drift in the machine's speed hits both alike.
+cache off). Each measurement is a fresh process; the sides take turns within each
+repetition (A B, then B A) so that drift in the machine's speed hits all alike.
 
 Per update wall times come from a mark at the end of each update: the baselines'
 own once-per-update callback (``logz.batch_logging.batch_log``, wrapped to note the

@@ -9,11 +9,12 @@ rate and the time-limit bootstrap, nothing else either library adds); its compil
 time and rate bound what a PPO written in JAX reaches on this machine.
 
 Each measurement is a fresh process, so every compile is cold (nnxrl's persistent
-compilation cache is switched off for them); the two libraries alternate within
-each repetition (A B, then B A, ...) so that drift in the machine's speed hits both
-alike, and the table shows medians. rejax runs in an isolated environment of its
-own (``uv run --isolated --with rejax==0.1.3 --with gymnax==0.0.9``: rejax 0.1.3
-needs gymnax 0.0.9), so neither library's pins touch the other's. A last nnxrl row
+compilation cache is switched off for them); the sides take turns within each
+repetition (the order rotated each repetition, and reversed every other one) so that
+drift in the machine's speed hits all alike, and the table shows medians. rejax runs
+in an isolated environment of its own (``uv run --isolated --with rejax==0.1.3 --with
+gymnax==0.0.9``: rejax 0.1.3 needs gymnax 0.0.9), so neither library's pins touch the
+other's. A last nnxrl row
 runs with the cache on, twice, and reports the second (warm) start: its programs
 loaded from the saved executables, nothing traced. Every row gives the worker's peak
 host memory (max RSS).

@@ -104,8 +104,8 @@ def run_floor(seeds: int, matched: bool = False, save: str | None = None) -> dic
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     env, w = cartpole(), CARTPOLE
-    devices = jax.devices()[: seeds if seeds < len(jax.devices()) else None]
-    devices = devices[: max(d for d in range(1, len(devices) + 1) if seeds % d == 0)]
+    count = max(d for d in range(1, len(jax.devices()) + 1) if seeds % d == 0)
+    devices = jax.devices()[:count]  # the most devices that split the seeds evenly
     by_seed = NamedSharding(Mesh(np.array(devices), ("seed",)), PartitionSpec("seed"))
     keys = jax.device_put(jax.random.split(jax.random.key(0), seeds), by_seed)
     started = time.perf_counter()
