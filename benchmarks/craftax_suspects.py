@@ -19,7 +19,10 @@ are costs, not options:
   envs step on), the whole optimistic-reset mechanism gone;
 - ``no shuffle``: minibatches cut from the rollout in order, no gather;
 - ``no guard``: the chunk's non-finite guard gone (no check of the metrics and
-  parameters after each update, no branch keeping the last good state).
+  parameters after each update, no branch keeping the last good state);
+- ``vmap of one``: the other way round, a piece put back: the run's one seed vmapped
+  over an axis of size 1, as every run was before ``run/members.py`` (the same
+  computation, so this one is an option's cost).
 
 Each measurement is a fresh process (JAX's compilation cache in a scratch folder
 shared by the run, so only a variant's first process compiles cold; nnxrl's saved
@@ -50,6 +53,7 @@ VARIANTS = (
     "no resets",
     "no shuffle",
     "no guard",
+    "vmap of one",
 )
 
 
@@ -159,6 +163,15 @@ def switch_off(variant: str) -> None:
         sgd.shuffle_steps = in_order
     elif variant == "no guard":
         programs.train_chunk = unguarded_chunk
+    elif variant == "vmap of one":
+        programs.over_members = always_vmap
+
+
+def always_vmap(fn, count, in_axes, axis_name):
+    """``run/members.py``'s ``over_members`` as it was: ``jax.vmap`` for any count."""
+    import jax
+
+    return jax.vmap(fn, in_axes=tuple(in_axes), axis_name=axis_name)
 
 
 def unguarded_chunk(state, hp, *, update_fn, num_updates, axis_name=None):

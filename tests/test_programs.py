@@ -4,6 +4,7 @@ hyperparameters per member, and a sweep of several programs refused."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import jax
@@ -11,8 +12,11 @@ import numpy as np
 import pytest
 
 from nnxrl import config as config_lib
+from nnxrl.run.algorithms import hyperparams_from
 from nnxrl.run.programs import (
+    build_algorithm,
     check_one_program,
+    chunk_program,
     compile_programs,
     population_hyperparams,
     seed_key,
@@ -64,6 +68,22 @@ def test_a_chunk_program_is_compiled_once_per_length(programs):
     assert metrics["loss/total"].shape == (2, 1)
     assert np.isfinite(np.asarray(metrics["loss/total"])).all()
     assert jax.tree.leaves(state)[0].shape[0] == 2
+
+
+@pytest.mark.parametrize("seeds", [1, 2])
+def test_a_run_of_one_seed_has_no_member_axis_in_its_products(seeds):
+    """Vmapped over one member, every matrix product would carry a batch axis of size
+    1, which XLA's CPU backend computes through a transposed copy (run/members.py)."""
+    config = config_lib.load(CARTPOLE, [*TINY, f"num_seeds={seeds}"])
+    algo = build_algorithm(config)
+    one = jax.eval_shape(algo.init, jax.random.key(0))
+    state = jax.tree.map(lambda x: jax.ShapeDtypeStruct((seeds, *x.shape), x.dtype), one)
+    program = chunk_program(config, algo.update, 1, None, None)
+    text = str(jax.make_jaxpr(program)(state, hyperparams_from(config)))
+    batch_axes = re.findall(
+        r"dot_general\[dimension_numbers=\(\(\[\d*\], \[\d*\]\), \((\[.*?\])", text
+    )
+    assert batch_axes and (set(batch_axes) == {"[]"}) == (seeds == 1), set(batch_axes)
 
 
 def test_a_sweeps_hyperparameters_are_per_member_setting_major():

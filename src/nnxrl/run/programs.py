@@ -32,6 +32,7 @@ from nnxrl.run.compile_cache import use_compile_cache
 from nnxrl.run.compiler_options import compiler_options
 from nnxrl.run.evaluation import make_evaluator
 from nnxrl.run.heap import release_freed_memory
+from nnxrl.run.members import over_members
 from nnxrl.run.resources import check_fits
 from nnxrl.run.saved_programs import saved_programs
 from nnxrl.sweeps import population
@@ -151,17 +152,18 @@ def chunk_program(
     config: config_lib.Config, update_fn: Any, num_updates: int, hp_axis: int | None, pbt: Any
 ) -> Any:
     """(state, hp) -> (state, metrics) of ``num_updates`` updates of every member: the
-    guarded chunk vmapped over members, or PBT's (every member's update, then its step
-    across them: ``sweeps/pbt.py``). A plain run stops every seed at a non-finite value;
-    in a sweep each member that meets one keeps its last good state and the others
-    train on (``chunk.py``)."""
+    guarded chunk mapped over members (``members.py``), or PBT's (every member's update,
+    then its step across them: ``sweeps/pbt.py``). A plain run stops every seed at a
+    non-finite value; in a sweep each member that meets one keeps its last good state
+    and the others train on (``chunk.py``)."""
     if pbt is not None:
         return partial(pbt_chunk, update_fn=update_fn, num_updates=num_updates, s=pbt)
-    guard_axis = None if config.is_sweep else SEED_AXIS
+    count = population.num_members(config)
+    guard_axis = None if config.is_sweep or count == 1 else SEED_AXIS
     one_chunk = partial(
         train_chunk, update_fn=update_fn, num_updates=num_updates, axis_name=guard_axis
     )
-    return jax.vmap(one_chunk, in_axes=(0, hp_axis), axis_name=SEED_AXIS)
+    return over_members(one_chunk, count, (0, hp_axis), SEED_AXIS)
 
 
 def placed_hyperparams(config: config_lib.Config, layout: Any) -> tuple[Any, Any, int | None]:
@@ -205,7 +207,7 @@ def compile_init(parts: Tracing, args: tuple) -> Any:
 
     def init_seeds(base_seed: jax.Array, indices: jax.Array, member_hp: Any) -> Any:
         keys = jax.vmap(seed_key, in_axes=(None, 0))(base_seed, indices)
-        states = jax.vmap(algo.init)(keys)
+        states = over_members(algo.init, indices.shape[0], (0,), SEED_AXIS)(keys)
         return states if member_hp is None else states.replace(hyperparams=member_hp)
 
     lowered = jax.jit(
