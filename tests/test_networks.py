@@ -5,15 +5,25 @@ import pytest
 from flax import nnx
 
 from nnxrl.networks import ActorCritic
-from nnxrl.networks.initializers import orthogonal
+from nnxrl.networks.initializers import gram_schmidt, orthogonal
 
 
-@pytest.mark.parametrize("shape", [(64, 64), (1345, 512), (512, 17), (4, 64), (3, 3, 3, 32)])
+@pytest.mark.parametrize(
+    "shape", [(64, 64), (1345, 512), (512, 512), (512, 17), (4, 64), (3, 3, 3, 32)]
+)
 def test_orthogonal_init_is_orthogonal_and_scaled(shape):
     w = np.asarray(orthogonal(2.0)(jax.random.key(0), shape)).reshape(-1, shape[-1])
     small = min(w.shape)
     gram = w.T @ w if w.shape[0] >= w.shape[1] else w @ w.T
     np.testing.assert_allclose(gram, 4.0 * np.eye(small), atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(1345, 512), (512, 512), (100, 40)])
+def test_panel_by_panel_gram_schmidt_is_the_q_of_qr(shape):
+    """QR's Q with R's diagonal made positive (unique), as LAPACK computes it in float64."""
+    g = jax.random.normal(jax.random.key(3), shape)
+    q, r = np.linalg.qr(np.asarray(g, np.float64))
+    np.testing.assert_allclose(gram_schmidt(g), q * np.sign(np.diag(r)), atol=2e-4)
 
 
 def test_orthogonal_init_depends_on_key():
