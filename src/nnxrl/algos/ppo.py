@@ -9,7 +9,7 @@ traced lives in one frozen ``PPOStatic`` (the shared ``OnPolicyStatic`` of
 ``algos/on_policy.py``, the skeleton PPO and PQN share, and PPO's own fields), bound
 once with ``functools.partial`` by ``make_ppo`` at the end of the file; the traced
 coefficients arrive as ``Hyperparams``. The caller scans ``update`` into chunks
-(``nnxrl.run.chunk``) and jits (and vmaps over seeds) only those.
+(``nnxrl.run.chunk``) and jits (and maps over seeds: ``run/members.py``) only those.
 
 Reward streams: with ``intrinsic.mode: reward`` there is one, r + c * b; with
 ``value_head`` there are two, r and c * b, each with its own critic output,

@@ -1,6 +1,6 @@
 """A chunk of training updates as one scan, guarded against non-finite values.
 
-The host calls one compiled chunk at a time (vmapped over seeds) and logs its
+The host calls one compiled chunk at a time (mapped over seeds, ``members.py``) and logs its
 metrics. After every update the guard checks the update's metrics and the new
 parameters of every seed; the first time any seed has a NaN or inf, every seed
 keeps the state it had before that update for the rest of the chunk, and the

@@ -4,8 +4,8 @@ A run's programs take and return every member's state stacked along a leading ax
 ``over_members`` maps a function of one member over that axis: ``jax.vmap`` when there
 are several, and, for a run of one member, the function itself on the member taken
 out of the axis. The second case is not vmap's: with a batch axis of size 1, XLA's CPU
-backend copies a transposed operand before every matrix product of the backward pass
-instead of reading it in place (``benchmarks/craftax_suspects.py --variant "vmap of
+backend copies the transposed operand of each weight gradient (x^T g) before the
+product instead of reading it in place (``benchmarks/craftax_suspects.py --variant "vmap of
 one"``: a Craftax PPO update that much slower; the computation is the same).
 """
 

@@ -1,6 +1,7 @@
 """Compiling a run's programs: ``init`` (the first state of every seed) and a chunk of
-updates (a guarded scan, ``chunk.py``), vmapped over seeds, with seeds and envs split
-over the device mesh (``parallel/mesh.py``); networks are initialised inside ``init``.
+updates (a guarded scan, ``chunk.py``), mapped over seeds (``members.py``), with seeds
+and envs split over the device mesh (``parallel/mesh.py``); networks are initialised
+inside ``init``.
 Every program is compiled with the run's XLA options (``compiler_options.py``).
 
 These two are the only programs compiled before training starts: seed keys are
