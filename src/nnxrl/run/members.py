@@ -12,6 +12,7 @@ one"``: a Craftax PPO update that much slower; the computation is the same).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import jax
@@ -34,7 +35,15 @@ def over_members(
         ]
         return jax.tree.map(lambda x: x[None], fn(*taken))
 
+    one_member.__name__ = one_member.__qualname__ = name_of(fn)  # the program's name in logs
     return one_member
+
+
+def name_of(fn: Callable[..., Any]) -> str:
+    """The name of ``fn``, or of the function a ``functools.partial`` binds."""
+    while isinstance(fn, partial):
+        fn = fn.func
+    return getattr(fn, "__name__", "member")
 
 
 def take_member(tree: Any) -> Any:
