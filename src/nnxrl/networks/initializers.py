@@ -40,8 +40,9 @@ def orthogonal(scale: float = 1.0):
 
 def gram_schmidt(g: jax.Array) -> jax.Array:
     """Orthonormal columns spanning g's [n, k] (n >= k), a panel of ``PANEL`` columns at
-    a time (block Gram-Schmidt, every projection done twice, which keeps float32
-    columns orthogonal to ~1e-6 for tall matrices, ~1e-5 for square ones):
+    a time (one panel of all k when ``PANEL`` does not divide k; block Gram-Schmidt,
+    every projection done twice, which keeps float32 columns orthogonal to ~1e-6 for
+    tall matrices, ~1e-5 for square ones):
 
         P = G[:, panel];  P <- P - Q Q^T P, twice (Q: the columns so far, the rest 0);
         Q[:, panel] = the same, column by column inside P (``panel_gram_schmidt``)
