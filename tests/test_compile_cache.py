@@ -3,12 +3,15 @@ unwritable folder is skipped (its two levels: test_saved_programs.py)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+import jax
 from cli_runs import train_logged
 
 from nnxrl import config as config_lib
-from nnxrl.run.compile_cache import default_cache_dir
+from nnxrl.config import CompileCacheConfig
+from nnxrl.run.compile_cache import default_cache_dir, persistent_cache_off, use_compile_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
@@ -44,3 +47,28 @@ def test_its_keys_are_validated_and_may_change_on_resume():
         assert "compile_cache.enable" in str(e) and "enabled" in str(e)
     else:
         raise AssertionError("a misspelt key was accepted")
+
+
+def test_threads_compiling_at_once_share_one_switch_of_the_persistent_cache(tmp_path):
+    """init compiles beside the chunk (run/programs.py): the cache stays off until the
+    last of them is out, then is on again."""
+    use_compile_cache(CompileCacheConfig(dir=str(tmp_path)))
+    inside, release = threading.Event(), threading.Event()
+
+    def compile_beside() -> None:
+        with persistent_cache_off():
+            inside.set()
+            release.wait(10)
+
+    beside = threading.Thread(target=compile_beside)
+    try:
+        with persistent_cache_off():
+            beside.start()
+            assert inside.wait(10) and not jax.config.jax_enable_compilation_cache
+        assert not jax.config.jax_enable_compilation_cache  # the other is still inside
+        release.set()
+        beside.join(10)
+        assert jax.config.jax_enable_compilation_cache
+    finally:
+        release.set()
+        use_compile_cache(CompileCacheConfig())  # the suite's own cache, as conftest set it

@@ -5,6 +5,7 @@ hyperparameters per member, and a sweep of several programs refused."""
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 
 import jax
@@ -37,8 +38,32 @@ TINY = [
 
 
 @pytest.fixture(scope="module")
-def programs():
-    return compile_programs(config_lib.load(CARTPOLE, TINY))
+def compiled() -> tuple:
+    """The programs, compiled cold, and (program, thread) of each XLA compile."""
+    threads: list[tuple[str, str]] = []
+
+    def on_span(event: str, start: float, end: float, fun_name: str = "", **_: object) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            threads.append((fun_name, threading.current_thread().name))
+
+    jax.monitoring.register_event_time_span_listener(on_span)
+    try:
+        config = config_lib.load(CARTPOLE, [*TINY, "compile_cache.enabled=false"])
+        return compile_programs(config), threads
+    finally:
+        jax.monitoring.unregister_event_time_span_listener(on_span)
+
+
+@pytest.fixture(scope="module")
+def programs(compiled):
+    return compiled[0]
+
+
+def test_init_compiles_on_a_thread_of_its_own_beside_the_chunk(compiled):
+    """XLA uses about 1.5 of 2 cores on one program: init is compiled beside the chunk."""
+    threads = dict(compiled[1])
+    assert threads["jit(init_seeds)"] == "nnxrl-init_0"
+    assert threads["jit(train_chunk)"] == threading.current_thread().name
 
 
 def test_seed_keys_fold_the_index_into_the_base_seed():

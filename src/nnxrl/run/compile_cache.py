@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,17 +63,35 @@ def use_compile_cache(settings: CompileCacheConfig) -> Path | None:
 @contextmanager
 def persistent_cache_off() -> Iterator[None]:
     """JAX's persistent cache neither read nor written inside (then as it was): a
-    program compiled here is fresh (``saved_programs.py`` needs that to save it)."""
-    if not jax.config.jax_enable_compilation_cache:
-        yield
-        return
-    jax.config.update("jax_enable_compilation_cache", False)
-    compilation_cache.reset_cache()
+    program compiled here is fresh (``saved_programs.py`` needs that to save it).
+    Threads that compile at once (``programs.py``) share one switch: the first in
+    turns the cache off, the last out turns it back on."""
+    with _switch.lock:
+        if _switch.depth == 0:
+            _switch.was_on = jax.config.jax_enable_compilation_cache
+            if _switch.was_on:
+                jax.config.update("jax_enable_compilation_cache", False)
+                compilation_cache.reset_cache()
+        _switch.depth += 1
     try:
         yield
     finally:
-        jax.config.update("jax_enable_compilation_cache", True)
-        compilation_cache.reset_cache()
+        with _switch.lock:
+            _switch.depth -= 1
+            if _switch.depth == 0 and _switch.was_on:
+                jax.config.update("jax_enable_compilation_cache", True)
+                compilation_cache.reset_cache()
+
+
+class _Switch:
+    """``persistent_cache_off``'s state: how many are inside, and whether the cache
+    was on when the first came in."""
+
+    def __init__(self) -> None:
+        self.lock, self.depth, self.was_on = threading.Lock(), 0, False
+
+
+_switch = _Switch()
 
 
 def _unwritable(folder: Path) -> str | None:

@@ -6,7 +6,9 @@ Every program is compiled with the run's XLA options (``compiler_options.py``).
 
 These two are the only programs compiled before training starts: seed keys are
 derived inside ``init`` and hyperparameters are placed from NumPy, so no small eager
-op compiles first, and each program is traced once. Both are kept on disk
+op compiles first, and each program is traced once, on the calling thread; XLA
+compiles init on a thread of its own while the chunk is traced and compiled
+(``init_beside``). Both are kept on disk
 (``saved_programs.py``), so a second run of a config loads them without tracing;
 JAX's persistent compilation cache (``compile_cache.py``) keeps the rest."""
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache, cached_property, partial
 from typing import Any
@@ -82,36 +85,64 @@ def compile_programs(config: config_lib.Config) -> Programs:
     member_hp = hp if pbt is not None else None  # PBT: the members' values in the state
     parts = Tracing(config, layout, member_hp)
     init_args = init_arguments(config, layout, member_hp)
-    init_compiled = saved.compiled("init", lambda: compile_init(parts, init_args))
-    release_freed_memory()  # what compiling freed, returned to the host (run/heap.py)
-    template = state_template(init_compiled)
-    shardings = init_compiled.output_shardings  # one per leaf
 
     def compile_chunk(num_updates: int) -> Any:
         def fresh() -> Any:
-            return (
-                jax.jit(
-                    chunk_program(config, parts.algo.update, num_updates, hp_axis, pbt),
-                    in_shardings=(shardings, hp_sharding),
-                    # metrics whole on every device: small, and every process reads them
-                    out_shardings=(shardings, layout.replicated),
-                    donate_argnums=0,
-                )
-                .lower(template, hp)
-                .compile(parts.options)
-            )
+            program = chunk_program(config, parts.algo.update, num_updates, hp_axis, pbt)
+            shardings = jax.tree.map(lambda leaf: leaf.sharding, template)
+            lowered = jax.jit(
+                program,
+                in_shardings=(shardings, hp_sharding),
+                # metrics whole on every device: small, and every process reads them
+                out_shardings=(shardings, layout.replicated),
+                donate_argnums=0,
+            ).lower(template, hp)
+            return compile_lowered(parts, lowered)
 
         compiled = saved.compiled(f"chunk-{num_updates}", fresh)
-        release_freed_memory()
+        release_freed_memory()  # what compiling freed, returned to the host (run/heap.py)
         return compiled
 
     upc = schedule.updates_per_chunk(config)
-    chunks = {upc: compile_chunk(upc)}
+    beside = ThreadPoolExecutor(1, thread_name_prefix="nnxrl-init")
+    try:  # on an error or Ctrl-C here, init's compile is not waited for
+        init_job, template = init_beside(saved, parts, init_args, beside)
+        chunks = {upc: compile_chunk(upc)}
+        init_compiled = init_job.result()
+    finally:
+        beside.shutdown(wait=False)
+    release_freed_memory()
     check_fits(config, {"init": saved.need("init"), "a chunk": saved.need(f"chunk-{upc}")})
     hyperparams_at = scheduled_hyperparams(config, hp, layout)
     evaluate = make_evaluator(config)  # compiled at its first use
     init = partial(init_compiled, *init_args)
     return Programs(init, chunks, hp, template, layout, compile_chunk, hyperparams_at, evaluate)
+
+
+def init_beside(saved: Any, parts: Tracing, args: tuple, pool: Executor) -> tuple[Future, Any]:
+    """init, compiled on ``pool`` while the caller compiles the chunk, and the RunState
+    template (shapes, dtypes, shardings) the chunk is lowered with. XLA compiles one
+    program on about 1.5 of 2 cores, so the two at once take less wall time
+    (``benchmarks/first_update.py``, 64 envs, medians of 3: the first update came
+    59.2 -> 52.8 s after start on Craftax-Symbolic, 25.8 -> 23.1 s on Classic). init
+    is traced and lowered here, so that tracing stays on one thread; a saved init is
+    loaded here."""
+    if saved.holds("init"):
+        loaded = saved.compiled("init", lambda: compile_lowered(parts, lower_init(parts, args)))
+        done: Future = Future()
+        done.set_result(loaded)
+        return done, state_template(loaded)
+    lowered = lower_init(parts, args)
+    parts.options  # noqa: B018  (settled on this thread, before the two compile)
+    return pool.submit(compile_init, saved, parts, lowered), lowered.out_info
+
+
+def compile_init(saved: Any, parts: Tracing, lowered: Any) -> Any:
+    """init compiled (and saved), and the memory its compile freed returned to the
+    host at once, before the chunk's compile peaks."""
+    program = saved.compiled("init", partial(compile_lowered, parts, lowered))
+    release_freed_memory()
+    return program
 
 
 class Tracing:
@@ -201,9 +232,9 @@ def init_arguments(config: config_lib.Config, layout: Layout, member_hp: Any) ->
     return base_seed, jax.device_put(seeds, layout.by_seed), member_hp
 
 
-def compile_init(parts: Tracing, args: tuple) -> Any:
-    """The compiled init of every member: (base seed, seed indices, member values) ->
-    the first RunState of each. XLA options it refuses are dropped, for every program."""
+def lower_init(parts: Tracing, args: tuple) -> Any:
+    """init of every member, lowered: (base seed, seed indices, member values) -> the
+    first RunState of each."""
     algo, by_seed, replicated = parts.algo, parts.layout.by_seed, parts.layout.replicated
 
     def init_seeds(base_seed: jax.Array, indices: jax.Array, member_hp: Any) -> Any:
@@ -211,15 +242,22 @@ def compile_init(parts: Tracing, args: tuple) -> Any:
         states = over_members(algo.init, indices.shape[0], (0,), SEED_AXIS)(keys)
         return states if member_hp is None else states.replace(hyperparams=member_hp)
 
-    lowered = jax.jit(
+    return jax.jit(
         init_seeds, in_shardings=(replicated, by_seed, by_seed), out_shardings=parts.shardings
     ).lower(*args)
+
+
+def compile_lowered(parts: Tracing, lowered: Any) -> Any:
+    """``lowered`` compiled with the run's XLA options. Options XLA refuses are dropped,
+    for every program after it too."""
+    options = parts.options
     try:
-        return lowered.compile(parts.options)
+        return lowered.compile(options)
     except Exception as e:  # an XLA release without the option: run without it
+        if not options:
+            raise
         print(
-            f"nnxrl: XLA options {parts.options} not accepted ({e}); Craftax resets on CPU "
-            "will be slow",
+            f"nnxrl: XLA options {options} not accepted ({e}); Craftax resets on CPU will be slow",
             file=sys.stderr,
         )
         parts.options = {}

@@ -90,6 +90,10 @@ class SavedPrograms:
         """The memory program ``name`` (compiled or loaded here) needs at its peak."""
         return self.needs.get(name)
 
+    def holds(self, name: str) -> bool:
+        """Whether program ``name`` is saved under this key (it may still fail to load)."""
+        return self.folder is not None and (self.folder / f"{self.code}-{name}").exists()
+
     def compiled(self, name: str, compile_program: Callable[[], Any]) -> Any:
         """The program ``name``: loaded when saved under this key, else compiled by
         ``compile_program`` (with JAX's cache off, so that it can be saved) and saved."""
