@@ -20,15 +20,12 @@ SEED_AXIS = "seed"  # the vmapped axis name the guard reduces over
 
 
 def all_finite(tree: Any) -> jax.Array:
-    """True when every floating-point leaf of ``tree`` is finite (a scalar bool).
-    The leaves of each dtype are checked as one flat vector: one reduction to compile
-    instead of one a leaf (Craftax-Classic's chunk: 0.9 s less XLA compile)."""
-    by_dtype: dict[Any, list[jax.Array]] = {}
-    for x in jax.tree.leaves(tree):
-        x = jnp.asarray(x)
-        if jnp.issubdtype(x.dtype, jnp.floating):
-            by_dtype.setdefault(x.dtype, []).append(jnp.ravel(x))
-    checks = [jnp.all(jnp.isfinite(jnp.concatenate(flat))) for flat in by_dtype.values()]
+    """True when every floating-point leaf of ``tree`` is finite (a scalar bool)."""
+    checks = [
+        jnp.all(jnp.isfinite(x))
+        for x in jax.tree.leaves(tree)
+        if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating)
+    ]
     return jnp.all(jnp.stack(checks)) if checks else jnp.bool_(True)
 
 
