@@ -111,7 +111,6 @@ def compile_programs(config: config_lib.Config) -> Programs:
         init_compiled = init_job.result()
     finally:
         beside.shutdown(wait=False)
-    release_freed_memory()
     check_fits(config, {"init": saved.need("init"), "a chunk": saved.need(f"chunk-{upc}")})
     hyperparams_at = scheduled_hyperparams(config, hp, layout)
     evaluate = make_evaluator(config)  # compiled at its first use

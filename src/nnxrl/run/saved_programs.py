@@ -92,7 +92,11 @@ class SavedPrograms:
 
     def holds(self, name: str) -> bool:
         """Whether program ``name`` is saved under this key (it may still fail to load)."""
-        return self.folder is not None and (self.folder / f"{self.code}-{name}").exists()
+        return self.folder is not None and self.entry(name).exists()
+
+    def entry(self, name: str) -> Path:
+        """The file program ``name`` is kept in under this key."""
+        return self.folder / f"{self.code}-{name}"
 
     def compiled(self, name: str, compile_program: Callable[[], Any]) -> Any:
         """The program ``name``: loaded when saved under this key, else compiled by
@@ -101,7 +105,7 @@ class SavedPrograms:
             program = compile_program()
             self.needs[name] = program_bytes(program)
             return program
-        path = self.folder / f"{self.code}-{name}"
+        path = self.entry(name)
         if path.exists():
             loaded, need, problem = load(path)
             if loaded is not None:
