@@ -4,6 +4,9 @@ eval and in render, and by a saved policy; without the mask the same policy is n
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from functools import partial
 from pathlib import Path
 
 import jax
@@ -109,3 +112,32 @@ def test_a_saved_policy_acts_within_the_mask_and_not_without_it(trained):
     keys = jax.random.split(key, 8)
     unmasked = np.stack([policy.act(obs, k, seed=0)[0] for k in keys])
     assert (unmasked != allowed).any()
+
+
+def test_a_custom_actor_critic_loss_sees_the_policy_restricted_to_legal_actions():
+    """examples/custom_algorithm.py's A2C, on the env whose mask allows one action a
+    step: its loss's log-probabilities are the masked distribution's (the one legal
+    action has probability 1, log 0), as the rollout's were; the same loss over all
+    four actions would put the policy term near log 4."""
+    from nnxrl.algos.on_policy import collect_rollout
+
+    path = ROOT / "examples/custom_algorithm.py"
+    spec = importlib.util.spec_from_file_location("a2c_example", path)
+    sys.modules[spec.name] = module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # registers a2c
+    overrides = [f"env.id={ENV_ID}", "env.num_envs=8", "network.width=16", "a2c.num_steps=8"]
+    config = nnxrl.load_config(ROOT / "examples/a2c-cartpole.yaml", overrides)
+    agent = nnxrl.make_algorithm(config, nnxrl.make_env(config.env))
+    s, hp = agent.update.keywords["s"], nnxrl.hyperparams_from(config)
+    state = jax.jit(agent.init)(jax.random.key(0))
+    _, trajectory, last_value, _ = jax.jit(partial(collect_rollout, plan=None, s=s))(state)
+    batch = s.pieces.prepare(trajectory, jnp.zeros_like(trajectory.reward), last_value, hp, s)
+    np.testing.assert_allclose(batch.log_prob, 0.0, atol=1e-5)  # the rollout's, masked
+    dist, _ = nnxrl.policy_and_value(state.params, batch, s)
+    np.testing.assert_allclose(dist.log_prob(batch.action), batch.log_prob, atol=1e-5)
+    policy_only = hp._replace(vf_coef=0.0, ent_coef=0.0)
+    batch = batch._replace(advantage=jnp.ones_like(batch.advantage))
+    _, metrics = s.pieces.loss(state.params, batch, policy_only, s)
+    assert abs(float(metrics["loss/policy"])) < 1e-5
+    _, unmasked = s.pieces.loss(state.params, batch._replace(legal=None), policy_only, s)
+    assert float(unmasked["loss/policy"]) > 1.0  # about log 4 at a fresh policy

@@ -19,3 +19,27 @@ def test_no_function_is_longer_than_fifty_lines():
                 if lines > MAX_LINES:
                     long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines})")
     assert long == []
+
+
+ALGORITHM_FILES = (
+    "src/nnxrl/algos/ppo.py",
+    "src/nnxrl/algos/pqn.py",
+    "examples/custom_algorithm.py",
+)
+SHARED_RUN = 6
+
+
+def test_algorithm_files_share_no_run_of_six_lines():
+    """PPO, PQN and the A2C example supply only what differs to the one skeleton
+    (``algos/on_policy.py``): no run of six code lines (stripped, blank lines and
+    comments skipped) appears in two of them."""
+    runs: dict[tuple[str, ...], str] = {}
+    shared = []
+    for name in ALGORITHM_FILES:
+        lines = [x.strip() for x in (ROOT / name).read_text().splitlines()]
+        lines = [x for x in lines if x and not x.startswith("#")]
+        for i in range(len(lines) - SHARED_RUN + 1):
+            run = tuple(lines[i : i + SHARED_RUN])
+            if runs.setdefault(run, name) != name:
+                shared.append(f"{runs[run]} and {name}: {run[0]!r} ...")
+    assert shared == []

@@ -15,7 +15,8 @@ from cli_runs import TINY_CARTPOLE, TINY_CRAFTAX, train
 from flax import struct
 
 from nnxrl import config as config_lib
-from nnxrl.algos.ppo import Transition, gae_per_stream
+from nnxrl.algos.actor_critic import gae_per_stream
+from nnxrl.algos.on_policy import Transition
 from nnxrl.cli import main
 from nnxrl.config import setting
 from nnxrl.intrinsic import AddonContext, Experience, make_addon, register
@@ -211,13 +212,13 @@ def test_non_episodic_intrinsic_gae_bootstraps_with_the_intrinsic_value_through_
         hidden=None,
         start=None,
         action=None,
-        log_prob=None,
         value=jnp.asarray(values),
         reward=None,
         terminated=jnp.asarray(terminated),
         truncated=jnp.asarray(truncated),
         final_value=jnp.asarray(final_value),
         episode=None,
+        record={},
     )
     config = config_lib.from_dict(
         {"intrinsic": {"gamma": 0.9, "mode": "value_head"}, "ppo": {"gae_lambda": 0.8}}

@@ -111,12 +111,12 @@ def test_each_step_bootstraps_from_the_value_of_its_own_final_observation(kind):
     """V(final obs) is computed after the rollout (feed-forward) or inside it (GRU);
     either way, where no episode ended at step t the final observation is the next
     one, so final_value[t] == value[t + 1]; at a time limit it is not the reset's."""
-    from nnxrl.algos.ppo import collect_rollout
+    from nnxrl.algos.on_policy import collect_rollout
 
     config, ppo = build("env.kwargs={max_steps_in_episode: 6}", f"network.kind={kind}")
     s = ppo.update.keywords["s"]
     state = jax.jit(ppo.init)(jax.random.key(0))
-    _, t, _, _ = jax.jit(partial(collect_rollout, s=s))(state)
+    _, t, _, _ = jax.jit(partial(collect_rollout, plan=None, s=s))(state)
     final, value = np.asarray(t.final_value[:-1, :, 0]), np.asarray(t.value[1:, :, 0])
     ended = np.asarray(t.terminated | t.truncated)[:-1]
     assert ended.any() and (~ended).any()

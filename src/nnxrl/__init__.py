@@ -13,8 +13,11 @@ The public Python API (docs/python-api.md); each name is imported when first rea
   ``setting``), ``Addon``, ``AddonContext``, ``Experience``;
 - networks: ``register_network(kind, Options, {head: build}, sequences)``
   (``nnxrl.networks.registry``);
-- algorithms: ``register_algorithm(name, Settings, make, head=, discrete_only=)``
-  (``nnxrl.algos.registry``; ``examples/custom_algorithm.py``);
+- algorithms: ``register_algorithm(name, Settings, algorithm, discrete_only=)``
+  (``nnxrl.algos.registry``), where ``algorithm`` is the on-policy skeleton's pieces
+  (``OnPolicy``; ``actor_critic(loss)`` gives an actor-critic's, whose loss reads
+  ``policy_and_value(params, minibatch, s)``: ``examples/custom_algorithm.py``) or
+  a ``make`` of its own; ``make_on_policy(pieces, settings, env, run)`` builds one;
 - your own loop: ``make_algorithm(config, env, addon)`` gives ``init(key)`` and
   ``update`` (both jittable; ``init`` vmaps over keys) and ``hyperparams_from(config)``
   the traced coefficients of ``config.algo``; ``train_chunk(state, hp, update_fn=,
@@ -43,6 +46,10 @@ _EXPORTS = {
     "make_ppo": "nnxrl.algos.ppo",
     "make_pqn": "nnxrl.algos.pqn",
     "register_algorithm": "nnxrl.algos.registry",
+    "OnPolicy": "nnxrl.algos.on_policy",
+    "make_on_policy": "nnxrl.algos.on_policy",
+    "actor_critic": "nnxrl.algos.actor_critic",
+    "policy_and_value": "nnxrl.algos.actor_critic",
     "PPOSettings": "nnxrl.algos.settings",
     "PQNSettings": "nnxrl.algos.settings",
     "RewardStreams": "nnxrl.algos.settings",
@@ -85,6 +92,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.agent.evaluate import Evaluation, evaluate
     from nnxrl.agent.policy import Policy, load_policy, policy_from_checkpoint
     from nnxrl.agent.render import render_episode as render
+    from nnxrl.algos.actor_critic import actor_critic, policy_and_value
+    from nnxrl.algos.on_policy import OnPolicy, make_on_policy
     from nnxrl.algos.ppo import make_ppo
     from nnxrl.algos.pqn import make_pqn
     from nnxrl.algos.registry import register_algorithm
@@ -140,6 +149,10 @@ __all__ = [
     "make_algorithm",
     "make_env",
     "make_ppo",
+    "make_on_policy",
+    "OnPolicy",
+    "actor_critic",
+    "policy_and_value",
     "make_pqn",
     "evaluate",
     "plot",

@@ -1,6 +1,6 @@
-"""The state containers every algorithm shares: data only, no logic. (Each
-algorithm's own rollout and batch types live beside it: ``ppo.Transition``,
-``pqn.Batch``, ...)
+"""The state containers every algorithm shares: data only, no logic. (The rollout's
+``Transition`` is the skeleton's, ``algos/on_policy.py``; each algorithm's batch
+lives beside it: ``actor_critic.Batch``, ``pqn.Batch``, ...)
 
 Arrays are time-major: ``[T, B, ...]`` for a rollout of T steps over B envs.
 ``K`` is the number of reward streams a critic predicts: 1, or 2 when an intrinsic

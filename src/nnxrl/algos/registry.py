@@ -8,7 +8,9 @@ built, so that a config is read and checked without JAX.
 An algorithm's settings are a frozen dataclass of ``nnxrl.setting`` fields. Besides
 its own keys, every algorithm has the on-policy skeleton's (``algos/on_policy.py``):
 ``num_steps``, ``num_epochs``, ``num_minibatches``, ``anneal_lr`` and ``adam_eps``,
-and the traced ``learning_rate`` and ``max_grad_norm`` the shared optimiser reads.
+and the traced ``learning_rate`` and ``max_grad_norm`` the shared optimiser reads;
+it may declare the skeleton's optional ``optimizer``, ``normalize_obs``,
+``normalize_reward``, ``obs_clip`` and ``reward_clip`` (``on_policy.OPTIONAL``).
 Fields declared ``traced`` are its hyperparameters (``algos/hyperparams.py``).
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from functools import partial
 from typing import Any, NamedTuple
 
 from nnxrl.algos.settings import PPOSettings, PQNSettings
@@ -28,7 +31,7 @@ REQUIRED_TRACED = ("learning_rate", "max_grad_norm")
 REGISTER = "register more with nnxrl.register_algorithm in a file given to --plugin"
 
 # (settings, env, run facts, network=, addon=, streams=) -> an object with init,
-# update and graphdef (e.g. ``ppo.PPO``)
+# update and graphdef (e.g. ``on_policy.make_on_policy``'s)
 Make = Callable[..., Any]
 
 
@@ -48,14 +51,17 @@ _ALGORITHMS: dict[str, AlgorithmEntry] = {}
 def register_algorithm(
     name: str,
     settings: type,
-    make: Make,
+    algorithm: Any,
     *,
     head: str = "actor_critic",
     discrete_only: bool = False,
 ) -> None:
-    """Make ``algo: name`` build ``make(settings, env, run, network=, addon=,
-    streams=)``, its config section (under ``name``) read as ``settings``. Registering
-    a name again replaces it (a plugin may be loaded twice)."""
+    """Make ``algo: name`` build ``algorithm``, its config section (under ``name``)
+    read as ``settings``. ``algorithm`` is either the on-policy skeleton's pieces (an
+    ``OnPolicy``, ``algos/on_policy.py``, whose head it carries) or a function
+    ``make(settings, env, run, network=, addon=, streams=)`` returning an object with
+    ``init``, ``update`` and ``graphdef`` (an algorithm of its own shape, carrying
+    ``head``). Registering a name again replaces it (a plugin may be loaded twice)."""
     if not (dataclasses.is_dataclass(settings) and isinstance(settings, type)):
         raise TypeError(f"register_algorithm({name!r}): settings must be a dataclass class")
     fields = {f.name for f in dataclasses.fields(settings)}
@@ -68,7 +74,16 @@ def register_algorithm(
             f"{', '.join(untraced) or 'them'} traced; every algorithm has the skeleton's "
             f"{', '.join(REQUIRED)} and the traced {', '.join(REQUIRED_TRACED)}"
         )
-    _ALGORITHMS[name] = AlgorithmEntry(name, settings, make, head, discrete_only)
+    if not callable(algorithm):  # the skeleton's pieces
+        head, algorithm = algorithm.head, partial(on_policy_make, algorithm)
+    _ALGORITHMS[name] = AlgorithmEntry(name, settings, algorithm, head, discrete_only)
+
+
+def on_policy_make(pieces: Any, *args: Any, **kwargs: Any) -> Any:
+    """``make_on_policy(pieces, ...)``, imported when an algorithm is built."""
+    from nnxrl.algos.on_policy import make_on_policy
+
+    return make_on_policy(pieces, *args, **kwargs)
 
 
 def algorithm(name: str) -> AlgorithmEntry:

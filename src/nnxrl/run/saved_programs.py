@@ -52,7 +52,6 @@ from typing import Any
 import jax
 from jax.experimental import serialize_executable
 
-import nnxrl
 from nnxrl import config as config_lib
 from nnxrl.algos.registry import algorithm
 from nnxrl.envs.registry import registered_env
@@ -227,7 +226,7 @@ def code_facts() -> dict:
 def source_digest() -> str:
     """A digest of nnxrl's source files and of every loaded module outside Python's
     and the installed packages' folders (a user's own code)."""
-    package = Path(nnxrl.__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # nnxrl/
     files = set(package.rglob("*.py"))
     installed = installed_folders()
     for module in list(sys.modules.values()):

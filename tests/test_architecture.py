@@ -1,0 +1,82 @@
+"""The package's import graph, read from every import statement of its source
+(function-level and type-checking imports included): no module reaches itself
+through its imports, and the pure layers (ops <- envs <- networks <- intrinsic <-
+algos) import only layers below them and the shared base modules, never the run,
+its entry points or the config. (The package's ``__init__`` names its exports as
+strings, imported on first use: the public API lists them, it does not import them.)"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).parents[1] / "src" / "nnxrl"
+PURE = ("ops", "envs", "networks", "intrinsic", "algos")  # lowest first
+BASE = ("schema", "errors", "lazy", "optim", "types")  # modules every layer may use
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its own name)."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the package's modules it imports."""
+    mods = modules()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets = []
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                for alias in node.names:  # `from a import b`: module a.b, or a itself
+                    full = f"{base}.{alias.name}"
+                    targets.append(full if resolve(full) == full else base)
+        graph[name] = {t for t in map(resolve, targets) if t and t != name}
+    return graph
+
+
+def test_no_module_imports_itself_through_others():
+    graph = import_graph()
+    cycles = []
+    for start in graph:
+        seen, frontier = set(), list(graph[start])
+        while frontier:
+            module = frontier.pop()
+            if module == start:
+                cycles.append(start)
+                break
+            if module not in seen:
+                seen.add(module)
+                frontier += graph[module]
+    assert cycles == []
+
+
+def test_the_pure_layers_import_only_the_layers_below_them():
+    def layer(module: str) -> str:
+        return module.split(".")[1] if "." in module else module
+
+    upward = []
+    for module, imports in import_graph().items():
+        here = layer(module)
+        if here not in PURE:
+            continue
+        allowed = {*PURE[: PURE.index(here) + 1], *BASE}
+        upward += [f"{module} -> {t}" for t in sorted(imports) if layer(t) not in allowed]
+    assert upward == []
