@@ -80,3 +80,17 @@ def test_the_pure_layers_import_only_the_layers_below_them():
         allowed = {*PURE[: PURE.index(here) + 1], *BASE}
         upward += [f"{module} -> {t}" for t in sorted(imports) if layer(t) not in allowed]
     assert upward == []
+
+
+def test_no_module_compares_a_head_by_name():
+    """Policies, evaluation, export and the networks ask the head (``networks/heads.py``)
+    how it acts; no comparison with a shipped head's name is left anywhere."""
+    names = {"actor_critic", "q"}
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                for side in [node.left, *node.comparators]:
+                    if isinstance(side, ast.Constant) and side.value in names:
+                        found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert found == []

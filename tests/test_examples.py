@@ -159,3 +159,28 @@ def test_no_algorithm_is_named_outside_its_own_file_and_the_registry():
                     if isinstance(side, ast.Constant) and side.value in names:
                         found.append(f"{path.name}:{node.lineno}")
     assert found == []
+
+
+HEAD = ["--plugin", "examples/custom_head.py"]
+
+
+def test_a_head_of_ones_own_is_trained_and_evaluated_without_editing_the_core(tmp_path):
+    """examples/custom_head.py registers a head (Boltzmann exploration on a Q-network)
+    and PQN acting through it; trained from YAML, a GRU network included (the head
+    builds what ``q`` builds), then evaluated: eval acts through the head, sampled
+    and greedy, and refuses --epsilon, which the head does not take."""
+    out = tmp_path / "boltzmann"
+    overrides = ["total_env_steps=2048", "logging.backends=[]", "network.kind=gru"]
+    overrides += ["pqn_boltzmann.num_minibatches=4"]
+    args = HEAD + ["train", "examples/boltzmann-cartpole.yaml", "--out", str(out)]
+    assert cli(args + sum((["--set", s] for s in overrides), [])) == 0
+    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert records and "stats/epsilon" not in records[0]  # its own metrics, not PQN's
+    assert all(np.isfinite(r["loss/total"]) for r in records)
+    for how in ([], ["--greedy"]):
+        report = tmp_path / f"eval{len(how)}.json"
+        assert cli(HEAD + ["eval", str(out), "--episodes", "2", "--json", str(report), *how]) == 0
+        assert json.loads(report.read_text())["actions"] == (
+            "greedy" if how else "Boltzmann (T=0.5)"
+        )
+    assert cli(HEAD + ["eval", str(out), "--episodes", "2", "--epsilon", "0.1"]) == 2

@@ -12,7 +12,8 @@ The public Python API (docs/python-api.md); each name is imported when first rea
 - add-ons: ``register_addon(name, Options, factory)`` (options declared with
   ``setting``), ``Addon``, ``AddonContext``, ``Experience``;
 - networks: ``register_network(kind, Options, {head: build}, sequences)``
-  (``nnxrl.networks.registry``);
+  (``nnxrl.networks.registry``); heads (what a network outputs, how a policy acts
+  from it): ``register_head(name, acting, builds=, describe=)`` (``nnxrl.networks.heads``);
 - algorithms: ``register_algorithm(name, Settings, algorithm, discrete_only=)``
   (``nnxrl.algos.registry``), where ``algorithm`` is the on-policy skeleton's pieces
   (``OnPolicy``; ``actor_critic(loss)`` gives an actor-critic's, whose loss reads
@@ -71,6 +72,7 @@ _EXPORTS = {
     "addon_for": "nnxrl.intrinsic",
     "register_addon": "nnxrl.intrinsic:register",
     "register_network": "nnxrl.networks.registry",
+    "register_head": "nnxrl.networks.heads",
     "Evaluation": "nnxrl.agent.evaluate",
     "evaluate": "nnxrl.agent.evaluate",
     "render": "nnxrl.agent.render:render_episode",
@@ -106,6 +108,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.errors import ConfigError
     from nnxrl.intrinsic import Addon, AddonContext, Experience, addon_for
     from nnxrl.intrinsic import register as register_addon
+    from nnxrl.networks.heads import register_head
     from nnxrl.networks.registry import register_network
     from nnxrl.parallel.devices import use_cpu_devices
     from nnxrl.plots import plot_runs as plot
@@ -164,6 +167,7 @@ __all__ = [
     "register_algorithm",
     "register_env",
     "register_network",
+    "register_head",
     "setting",
     "train",
     "train_chunk",

@@ -176,6 +176,7 @@ def _load_policy(
     from pathlib import Path
 
     from nnxrl.agent.policy import load_policy, policy_from_checkpoint
+    from nnxrl.networks import heads
     from nnxrl.sweeps.report import setting_run_dir
 
     if (Path(path) / "policy.yaml").is_file():
@@ -191,11 +192,11 @@ def _load_policy(
         policy = policy_from_checkpoint(setting_run_dir(path, setting), step, setting)
     if epsilon is None:
         return policy
-    if policy.head != "q":
+    if not heads.head(policy.head).takes_epsilon:
         raise config_lib.ConfigError(
-            f"--epsilon: {path} holds a {policy.algo} policy, which samples from its own "
-            "action distribution; --epsilon is for Q-network policies (such as PQN's). "
-            "Leave it out, or pass --greedy"
+            f"--epsilon: {path} holds a {policy.algo} policy, which acts from its "
+            f"{policy.head} head without epsilon; --epsilon is for epsilon-greedy heads "
+            "(such as PQN's q). Leave it out, or pass --greedy"
         )
     return dataclasses.replace(policy, epsilon=epsilon)
 

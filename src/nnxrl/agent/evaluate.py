@@ -23,6 +23,7 @@ from flax import nnx
 from nnxrl.agent.policy import Policy
 from nnxrl.envs import env_spec, make_env
 from nnxrl.envs.base import legal_actions
+from nnxrl.networks import heads
 from nnxrl.run.compiler_options import compiler_options
 
 MAX_ENVS_AT_ONCE = 1024  # episodes played side by side per seed (bounds the memory)
@@ -97,11 +98,7 @@ def over_seeds(seeds: list[dict[str, Any]], reps: int = 2000) -> dict[str, Any]:
 
 def action_kind(policy: Policy, greedy: bool) -> str:
     """How ``policy`` chooses actions, in words."""
-    if greedy or (policy.head == "q" and policy.epsilon == 0):
-        return "greedy"
-    if policy.head == "q":
-        return f"epsilon-greedy (epsilon={policy.epsilon:g})"
-    return "sampled"
+    return heads.head(policy.head).describe(policy, greedy)
 
 
 def play_first_episodes(

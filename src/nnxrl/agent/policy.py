@@ -30,8 +30,7 @@ from nnxrl.algos.normalization import observe
 from nnxrl.algos.registry import algorithm
 from nnxrl.config import EnvConfig, NetworkConfig
 from nnxrl.envs import check_env_config, env_spec
-from nnxrl.networks import EpsilonGreedy, acting_values, build_network
-from nnxrl.networks.distributions import restrict
+from nnxrl.networks import build_network, heads
 from nnxrl.ops.running_moments import Moments
 from nnxrl.run import own_files
 from nnxrl.sweeps import population
@@ -54,9 +53,9 @@ class Policy:
     params: Any  # nnx.State with a leading seed axis [S, ...]
     num_seeds: int
     algo: str = "ppo"  # the algorithm that trained it (a record: acting follows ``head``)
-    head: str = "actor_critic"  # or 'q': epsilon-greedy on the acting values
-    stream_weights: tuple[float, ...] = (1.0,)  # q: weights of the streams' Qs
-    epsilon: float = 0.0  # q: random-action probability when sampling (0: greedy)
+    head: str = "actor_critic"  # how it acts (networks/heads.py): 'q' is epsilon-greedy
+    stream_weights: tuple[float, ...] = (1.0,)  # a Q head's weights of the streams' Qs
+    epsilon: float = 0.0  # a head that takes it: random-action probability (0: greedy)
     setting: int | None = None  # the sweep setting it comes from (None: not a sweep)
     # ppo.normalize_obs: each seed's observation moments (leading seed axis), else None
     obs_moments: Any = None
@@ -111,12 +110,7 @@ class Policy:
         seed's observation ``moments``): (next hidden, the distribution actions are
         drawn from, over the ``legal`` actions [B, A] where the env has a mask)."""
         obs = observe(moments, obs, self.obs_clip)
-        if self.head == "q":
-            hidden, q = model.step(hidden, obs, start)
-            weights = jnp.asarray(self.stream_weights, jnp.float32)
-            return hidden, EpsilonGreedy(acting_values(q, weights), self.epsilon, legal)
-        hidden, dist, _ = model.step(hidden, obs, start)
-        return hidden, restrict(dist, legal)
+        return heads.head(self.head).acting(model, hidden, obs, start, legal, self)
 
 
 def policy_of(config: config_lib.Config, params: Any, obs_moments: Any = None) -> Policy:

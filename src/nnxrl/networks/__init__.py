@@ -18,6 +18,7 @@ _EXPORTS = {
     "RecurrentActorCritic": "nnxrl.networks.recurrent",
     "build_network": "nnxrl.networks.factory",
     "register_network": "nnxrl.networks.registry",
+    "register_head": "nnxrl.networks.heads",
 }
 __getattr__ = exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

@@ -15,6 +15,7 @@ import jax
 from flax import nnx
 
 from nnxrl.envs.base import EnvSpec
+from nnxrl.networks import heads
 from nnxrl.networks.actor_critic import ActorCritic
 from nnxrl.networks.lstm import LSTM
 from nnxrl.networks.min_gru import MinGRU
@@ -34,24 +35,25 @@ def build_network(
     head: str = "actor_critic",
 ) -> Any:
     """The ``network.kind`` network carrying ``head`` (``actor_critic`` with
-    ``num_values`` critic outputs, or ``q`` with ``num_values`` rows of action
-    values), initialised from ``key``."""
-    build = network_kind(network.kind).builders[head]
+    ``num_values`` critic outputs, ``q`` with ``num_values`` rows of action values, or
+    whatever a registered head builds: ``heads.py``), initialised from ``key``."""
+    build = network_kind(network.kind).builders[heads.head(head).builds]
     options = network_options(network.kind, network.options)
     return build(network, options, spec, num_values, nnx.Rngs(params=key))
 
 
-def builtin(cls: type, head: str, core: Callable[[Any], Any] | None = None) -> Any:
-    """A builder for one of nnxrl's own network classes (a recurrent one with the
-    memory core ``core(options)`` makes). ``network.layer_norm`` None means on for the
-    ``q`` head (as in PQN's paper), off for ``actor_critic``."""
+def builtin(cls: type, actor: bool, core: Callable[[Any], Any] | None = None) -> Any:
+    """A builder for one of nnxrl's own network classes: an actor-critic (``actor``:
+    with the actor's distribution for the env's action space) or a Q-network, a
+    recurrent one with the memory core ``core(options)`` makes. ``network.layer_norm``
+    None means on for a Q-network (as in PQN's paper), off for an actor-critic."""
 
     def build(
         network: NetworkSettings, options: Any, spec: EnvSpec, num_values: int, rngs: nnx.Rngs
     ) -> Any:
-        layer_norm = network.layer_norm if network.layer_norm is not None else head == "q"
+        layer_norm = network.layer_norm if network.layer_norm is not None else not actor
         extra = {} if core is None else {"make_core": core(options)}
-        if head == "actor_critic":  # the actor's distribution, for the env's action space
+        if actor:
             extra["head"] = PolicyHead.for_env(
                 spec,
                 rngs,
@@ -76,8 +78,8 @@ def builtin(cls: type, head: str, core: Callable[[Any], Any] | None = None) -> A
 
 
 # The shipped kinds' builders (registered in ``registry.py``, imported when first built)
-feedforward_actor_critic = builtin(ActorCritic, "actor_critic")
-feedforward_q = builtin(QNetwork, "q")
+feedforward_actor_critic = builtin(ActorCritic, actor=True)
+feedforward_q = builtin(QNetwork, actor=False)
 
 
 def gru_core(options: Any) -> Any:
@@ -102,11 +104,11 @@ def transformer_xl_core(options: Any) -> Any:
     )
 
 
-gru_actor_critic = builtin(RecurrentActorCritic, "actor_critic", gru_core)
-gru_q = builtin(RecurrentQNetwork, "q", gru_core)
-lstm_actor_critic = builtin(RecurrentActorCritic, "actor_critic", lstm_core)
-lstm_q = builtin(RecurrentQNetwork, "q", lstm_core)
-min_gru_actor_critic = builtin(RecurrentActorCritic, "actor_critic", min_gru_core)
-min_gru_q = builtin(RecurrentQNetwork, "q", min_gru_core)
-transformer_xl_actor_critic = builtin(RecurrentActorCritic, "actor_critic", transformer_xl_core)
-transformer_xl_q = builtin(RecurrentQNetwork, "q", transformer_xl_core)
+gru_actor_critic = builtin(RecurrentActorCritic, True, gru_core)
+gru_q = builtin(RecurrentQNetwork, False, gru_core)
+lstm_actor_critic = builtin(RecurrentActorCritic, True, lstm_core)
+lstm_q = builtin(RecurrentQNetwork, False, lstm_core)
+min_gru_actor_critic = builtin(RecurrentActorCritic, True, min_gru_core)
+min_gru_q = builtin(RecurrentQNetwork, False, min_gru_core)
+transformer_xl_actor_critic = builtin(RecurrentActorCritic, True, transformer_xl_core)
+transformer_xl_q = builtin(RecurrentQNetwork, False, transformer_xl_core)

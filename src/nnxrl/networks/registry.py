@@ -27,10 +27,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from nnxrl.lazy import imported
+from nnxrl.networks.heads import head as head_entry
+from nnxrl.networks.heads import known_heads
 from nnxrl.networks.settings import MinGRUOptions, NetworkSettings, NoOptions, TransformerXLOptions
 from nnxrl.schema import ConfigError, build_section, unknown_name
 
-HEADS = ("actor_critic", "q")
+SHIPPED_HEADS = ("actor_critic", "q")  # the heads the shipped kinds carry (heads.py)
 
 
 class NetworkKind(NamedTuple):
@@ -49,14 +51,15 @@ def register_network(
     sequences: bool = False,
 ) -> None:
     """Make a network available as ``network.kind: <kind>``, for the heads in
-    ``builders`` (``actor_critic`` for PPO, ``q`` for PQN; see the module docstring)."""
+    ``builders``, keyed by head (``actor_critic`` for PPO, ``q`` for PQN, or a head of
+    one's own: ``heads.py``; see the module docstring)."""
     if not dataclasses.is_dataclass(options):
         raise TypeError(f"register_network({kind!r}): options must be a dataclass, got {options}")
-    unknown = sorted(set(builders) - set(HEADS))
+    unknown = sorted(set(builders) - set(known_heads()))
     if unknown or not builders:
         raise TypeError(
             f"register_network({kind!r}): builders are keyed by head, one or more of "
-            f"{list(HEADS)}; got {sorted(builders)}"
+            f"{known_heads()} (nnxrl.register_head adds more); got {sorted(builders)}"
         )
     _KINDS[kind] = NetworkKind(options, dict(builders), sequences)
 
@@ -93,9 +96,10 @@ def check_network(network: NetworkSettings, head: str) -> None:
     ``network.options`` (and the options, if they have a ``check``, agree with the
     rest of the section)."""
     registration = network_kind(network.kind)
-    if head not in registration.builders:
+    builds = head_entry(head).builds
+    if builds not in registration.builders:
         raise ConfigError(
-            f"network.kind: {network.kind!r} has no {head} head (it has: "
+            f"network.kind: {network.kind!r} has no {builds} head (it has: "
             f"{sorted(registration.builders)}), which this algorithm needs"
         )
     options = network_options(network.kind, network.options)
@@ -105,7 +109,7 @@ def check_network(network: NetworkSettings, head: str) -> None:
 
 def _shipped(kind: str) -> dict[str, Callable[..., Any]]:
     """The shipped kind's builders (``factory.py``), imported when first built."""
-    return {head: imported("nnxrl.networks.factory", f"{kind}_{head}") for head in HEADS}
+    return {head: imported("nnxrl.networks.factory", f"{kind}_{head}") for head in SHIPPED_HEADS}
 
 
 register_network("feedforward", NoOptions, _shipped("feedforward"))
