@@ -75,8 +75,9 @@ def test_a_saved_policy_acts_like_its_checkpoint(tmp_path):
         assert again.shape == a.shape
 
 
-def test_evaluate_render_and_plot_are_functions(tmp_path):
-    """What eval, render and plot print or write, from code, with typed results."""
+def test_evaluate_render_plot_and_export_are_functions(tmp_path):
+    """What eval, render, plot and export print or write, from code, with typed
+    results; ``policy_at`` opens a run's policy or an exported one alike."""
     config = nnxrl.load_config(ROOT / "configs/ppo-cartpole.yaml", TINY)
     nnxrl.train(config, tmp_path / "run")
     policy = nnxrl.load_policy(tmp_path / "run" / "policy")
@@ -88,6 +89,14 @@ def test_evaluate_render_and_plot_are_functions(tmp_path):
     assert episode["frames"] == episode["length"] > 0 and (tmp_path / "episode.gif").is_file()
     drawn = nnxrl.plot([tmp_path / "run"], out=tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 0 and drawn["labels"]
+    out, exported = nnxrl.export_policy(tmp_path / "run", tmp_path / "exported")
+    assert out == tmp_path / "exported" and (out / "policy.yaml").is_file()
+    expected = jax.tree.leaves(exported.params)
+    for opened in (nnxrl.policy_at(out), nnxrl.policy_at(tmp_path / "run")):
+        for a, b in zip(jax.tree.leaves(opened.params), expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(nnxrl.ConfigError, match="--epsilon"):  # PPO's head takes none
+        nnxrl.policy_at(out, epsilon=0.1)
 
 
 def test_the_version_is_the_package_version():

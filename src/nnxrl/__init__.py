@@ -26,11 +26,13 @@ The public Python API (docs/python-api.md); each name is imported when first rea
   PPOSettings(...), env, RunFacts(num_updates))`` (or ``make_pqn``, with
   ``PQNSettings``; ``network=``, ``addon=``, ``streams=RewardStreams(...)`` optional)
   and ``ppo.hyperparams(settings)``;
-- policies: ``load_policy(dir)``, ``policy_from_checkpoint(run_dir)``, ``Policy.act``;
+- policies: ``load_policy(dir)``, ``policy_from_checkpoint(run_dir)``, ``policy_at(path,
+  step=, setting=, epsilon=)`` (either), ``export_policy(run_dir, out)``, ``Policy.act``;
   ``evaluate(policy, episodes)`` -> ``Evaluation``, ``render(policy, seed, out, key)``
   (a GIF), ``plot(run_dirs, metrics, out)`` (learning curves with bootstrap bands);
-- results: ``compare(paths, by=, out=)`` -> ``Comparison`` (methods across seeds and
-  envs: IQM, optimality gap, probability of improvement, with intervals).
+- results: ``sweep_report(run_dir)`` (a sweep's settings ranked); ``compare(paths, by=,
+  out=)`` -> ``Comparison`` (methods across seeds and envs: IQM, optimality gap,
+  probability of improvement, with intervals).
 """
 
 from typing import TYPE_CHECKING
@@ -82,6 +84,9 @@ _EXPORTS = {
     "Policy": "nnxrl.agent.policy",
     "load_policy": "nnxrl.agent.policy",
     "policy_from_checkpoint": "nnxrl.agent.policy",
+    "policy_at": "nnxrl.agent.policy",
+    "export_policy": "nnxrl.agent.export",
+    "sweep_report": "nnxrl.sweeps.report:report",
     "setting": "nnxrl.schema",
     "RunResult": "nnxrl.run.training",
     "train": "nnxrl.run.training",
@@ -92,7 +97,8 @@ __getattr__ = exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.agent.evaluate import Evaluation, evaluate
-    from nnxrl.agent.policy import Policy, load_policy, policy_from_checkpoint
+    from nnxrl.agent.export import export_policy
+    from nnxrl.agent.policy import Policy, load_policy, policy_at, policy_from_checkpoint
     from nnxrl.agent.render import render_episode as render
     from nnxrl.algos.actor_critic import actor_critic, policy_and_value
     from nnxrl.algos.on_policy import OnPolicy, make_on_policy
@@ -117,6 +123,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.run.training import RunResult, train
     from nnxrl.schema import setting
     from nnxrl.sweeps.groups import train_groups
+    from nnxrl.sweeps.report import report as sweep_report
 
 
 def __dir__() -> list[str]:
@@ -162,6 +169,9 @@ __all__ = [
     "compare",
     "Comparison",
     "policy_from_checkpoint",
+    "policy_at",
+    "export_policy",
+    "sweep_report",
     "render",
     "register_addon",
     "register_algorithm",

@@ -169,38 +169,6 @@ def print_final_table(config: config_lib.Config, result) -> None:
         print(f"| {i} | {key} | {shown} | {count} |")
 
 
-def _load_policy(
-    path: str, step: int | None, epsilon: float | None = None, setting: int | None = None
-):
-    import dataclasses
-    from pathlib import Path
-
-    from nnxrl.agent.policy import load_policy, policy_from_checkpoint
-    from nnxrl.networks import heads
-    from nnxrl.sweeps.report import setting_run_dir
-
-    if (Path(path) / "policy.yaml").is_file():
-        if step is not None:
-            raise config_lib.ConfigError("--step: a saved policy has no checkpoints to choose from")
-        policy = load_policy(path)
-        if setting is not None and setting != policy.setting:
-            raise config_lib.ConfigError(
-                f"--setting: {path} holds the policy of setting {policy.setting}, not "
-                f"{setting}; export that one with `nnxrl export RUN_DIR --setting {setting}`"
-            )
-    else:
-        policy = policy_from_checkpoint(setting_run_dir(path, setting), step, setting)
-    if epsilon is None:
-        return policy
-    if not heads.head(policy.head).takes_epsilon:
-        raise config_lib.ConfigError(
-            f"--epsilon: {path} holds a {policy.algo} policy, which acts from its "
-            f"{policy.head} head without epsilon; --epsilon is for epsilon-greedy heads "
-            "(such as PQN's q). Leave it out, or pass --greedy"
-        )
-    return dataclasses.replace(policy, epsilon=epsilon)
-
-
 def _eval(args: argparse.Namespace) -> int:
     """``nnxrl eval``: ``nnxrl.agent.evaluate`` of a run's (or a saved) policy, as a table
     and as JSON."""
@@ -209,6 +177,7 @@ def _eval(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from nnxrl.agent.evaluate import MAX_ENVS_AT_ONCE, evaluate
+    from nnxrl.agent.policy import policy_at
     from nnxrl.progress import waiting
     from nnxrl.run.run_dir import ensure_writable_file
 
@@ -220,7 +189,7 @@ def _eval(args: argparse.Namespace) -> int:
             "(epsilon 0); leave one of them out",
             file=sys.stderr,
         )
-    policy = _load_policy(args.run, args.step, args.epsilon, args.setting)
+    policy = policy_at(args.run, args.step, args.setting, args.epsilon)
     started = time.perf_counter()
     what = f"eval: {policy.env.id}, {args.episodes:,} episodes x {policy.num_seeds} seed(s): "
     what += "compiling and playing"
@@ -282,12 +251,13 @@ def print_evaluation(report: Any) -> None:
 def _render(args: argparse.Namespace) -> int:
     import jax
 
+    from nnxrl.agent.policy import policy_at
     from nnxrl.agent.render import render_episode
     from nnxrl.progress import waiting
     from nnxrl.run.run_dir import ensure_writable_file
 
     ensure_writable_file(args.out, "--out")
-    policy = _load_policy(args.run, args.step, args.epsilon, args.setting)
+    policy = policy_at(args.run, args.step, args.setting, args.epsilon)
     with waiting(f"render: playing seed {args.seed}'s episode on {policy.env.id} and drawing it"):
         info = render_episode(
             policy,
@@ -305,32 +275,18 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from contextlib import nullcontext
-    from pathlib import Path
+    from nnxrl.agent.export import export_policy
 
-    from nnxrl.agent.policy import policy_from_checkpoint, save_policy
-    from nnxrl.run import lock as run_lock
-    from nnxrl.run import own_files
-    from nnxrl.run.run_dir import ensure_writable_dir
-    from nnxrl.sweeps.report import setting_run_dir
-
-    run = setting_run_dir(args.run, args.setting)
-    out = Path(args.out or Path(args.run) / "policy")
-    own_files.check_replaceable(out, "--out")  # before anything is written
-    ensure_writable_dir(out.parent, "--out")
-    inside = out.parent.resolve() == Path(args.run).resolve()  # the run's own policy
-    with run_lock.hold(args.run, "export") if inside else nullcontext():
-        policy = policy_from_checkpoint(run, args.step, args.setting)
-        out = save_policy(out, policy)
+    out, policy = export_policy(args.run, args.out, step=args.step, setting=args.setting)
     of = "" if policy.setting is None else f" of setting {policy.setting}"
     print(f"wrote the policy of {policy.num_seeds} seed(s){of} to {out}")
     return 0
 
 
 def _sweep_report(args: argparse.Namespace) -> int:
-    from nnxrl.sweeps.report import report
+    from nnxrl.sweeps.report import report as sweep_report
 
-    report(args.run, write=not args.no_write)
+    sweep_report(args.run, write=not args.no_write)
     return 0
 
 

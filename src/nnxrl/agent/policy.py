@@ -13,6 +13,7 @@ agent from this folder alone; a run's checkpoints give the same through
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +112,39 @@ class Policy:
         drawn from, over the ``legal`` actions [B, A] where the env has a mask)."""
         obs = observe(moments, obs, self.obs_clip)
         return heads.head(self.head).acting(model, hidden, obs, start, legal, self)
+
+
+def policy_at(
+    path: str | Path,
+    step: int | None = None,
+    setting: int | None = None,
+    epsilon: float | None = None,
+) -> Policy:
+    """The policy at ``path``: a saved policy's folder (``nnxrl export``) or a run's
+    directory (its latest checkpoint, or update ``step``; a sweep's ``setting``), acting
+    with ``epsilon`` where its head takes one (a ConfigError where it does not)."""
+    from nnxrl.sweeps.report import setting_run_dir
+
+    if (Path(path) / "policy.yaml").is_file():
+        if step is not None:
+            raise config_lib.ConfigError("--step: a saved policy has no checkpoints to choose from")
+        policy = load_policy(path)
+        if setting is not None and setting != policy.setting:
+            raise config_lib.ConfigError(
+                f"--setting: {path} holds the policy of setting {policy.setting}, not "
+                f"{setting}; export that one with `nnxrl export RUN_DIR --setting {setting}`"
+            )
+    else:
+        policy = policy_from_checkpoint(setting_run_dir(path, setting), step, setting)
+    if epsilon is None:
+        return policy
+    if not heads.head(policy.head).takes_epsilon:
+        raise config_lib.ConfigError(
+            f"--epsilon: {path} holds a {policy.algo} policy, which acts from its "
+            f"{policy.head} head without epsilon; --epsilon is for epsilon-greedy heads "
+            "(such as PQN's q). Leave it out, or pass --greedy"
+        )
+    return dataclasses.replace(policy, epsilon=epsilon)
 
 
 def policy_of(config: config_lib.Config, params: Any, obs_moments: Any = None) -> Policy:
