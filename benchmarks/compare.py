@@ -1,6 +1,6 @@
 """What the interval estimates of `nnxrl compare` cost: rliable's own stratified
 bootstrap (``rliable.library.get_interval_estimates``, samples drawn one at a time)
-against nnxrl's vectorised one (``nnxrl/interval_estimates.py``), on the same
+against nnxrl's vectorised one (``nnxrl/analysis/interval_estimates.py``), on the same
 scores: 2 methods x 2 envs x 10 seeds, the four aggregates and the probability of
 improvement, 2,000 samples each.
 
@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from nnxrl import interval_estimates as ie
+from nnxrl.analysis import interval_estimates as ie
 
 
 def rliable_estimates(table: dict, reps: int) -> tuple[dict, dict]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from nnxrl.cli import main as cli
-from nnxrl.plots import plot_runs
+from nnxrl.analysis.plots import plot_runs
 
 ASTERIX_PPO = [
     "env.id=Asterix-MinAtar",

@@ -94,3 +94,19 @@ def test_no_module_compares_a_head_by_name():
                     if isinstance(side, ast.Constant) and side.value in names:
                         found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert found == []
+
+
+def test_analysis_reads_runs_without_the_training_layers():
+    """``analysis/`` (plots, scores, interval estimates, compare) reads finished runs'
+    records: it imports the records' readers and the safe file writes, never the
+    algorithms, networks, envs or the run's programs."""
+    allowed = {"nnxrl.logging.jsonl", "nnxrl.logging.records", "nnxrl.run.own_files"}
+    reaching = []
+    for module, imports in import_graph().items():
+        if module.startswith("nnxrl.analysis"):
+            reaching += [
+                f"{module} -> {t}"
+                for t in sorted(imports)
+                if not t.startswith("nnxrl.analysis") and t not in allowed
+            ]
+    assert reaching == []

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import yaml
 
-from nnxrl import interval_estimates as ie
+from nnxrl.analysis import interval_estimates as ie
+from nnxrl.analysis.comparison import compare, markdown
+from nnxrl.analysis.runs import load_run
+from nnxrl.analysis.scores import craftax_score
 from nnxrl.cli import main
-from nnxrl.comparison import compare, markdown
-from nnxrl.plots import load_run
-from nnxrl.scores import craftax_score
 
 RNG = np.random.default_rng(7)
 X = RNG.normal(0.6, 0.2, size=(10, 3))  # [runs, tasks]

@@ -6,8 +6,9 @@ import json
 import numpy as np
 import yaml
 
+from nnxrl.analysis.plots import across_seeds, plot_runs
+from nnxrl.analysis.runs import smooth_trailing
 from nnxrl.cli import main
-from nnxrl.plots import across_seeds, plot_runs, smooth_trailing
 
 
 def fake_run(path, returns, batch_size, env="CartPole-v1", algo="ppo", with_window=True):

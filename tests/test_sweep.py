@@ -16,10 +16,10 @@ from jax.sharding import PartitionSpec
 import nnxrl
 from nnxrl import config as config_lib
 from nnxrl.agent.policy import load_policy
+from nnxrl.analysis.plots import plot_runs
 from nnxrl.cli import main
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import records_to_arrays
-from nnxrl.plots import plot_runs
 from nnxrl.run import checkpoint
 from nnxrl.run.algorithms import hyperparams_from as hyperparams_for
 from nnxrl.sweeps import population
@@ -372,7 +372,7 @@ def test_the_shipped_sweep_config_is_one_program_of_32_members():
 
 
 def test_plot_draws_one_curve_per_setting(sweep_run, tmp_path):
-    from nnxrl.plots import load_runs
+    from nnxrl.analysis.runs import load_runs
 
     runs = load_runs(sweep_run)
     assert [r.name for r in runs] == [f"run/setting_{k}" for k in range(4)]

@@ -78,9 +78,9 @@ _EXPORTS = {
     "Evaluation": "nnxrl.agent.evaluate",
     "evaluate": "nnxrl.agent.evaluate",
     "render": "nnxrl.agent.render:render_episode",
-    "plot": "nnxrl.plots:plot_runs",
-    "compare": "nnxrl.comparison",
-    "Comparison": "nnxrl.comparison",
+    "plot": "nnxrl.analysis.plots:plot_runs",
+    "compare": "nnxrl.analysis.comparison",
+    "Comparison": "nnxrl.analysis.comparison",
     "Policy": "nnxrl.agent.policy",
     "load_policy": "nnxrl.agent.policy",
     "policy_from_checkpoint": "nnxrl.agent.policy",
@@ -106,7 +106,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.algos.pqn import make_pqn
     from nnxrl.algos.registry import register_algorithm
     from nnxrl.algos.settings import PPOSettings, PQNSettings, RewardStreams, RunFacts
-    from nnxrl.comparison import Comparison, compare
+    from nnxrl.analysis.comparison import Comparison, compare
+    from nnxrl.analysis.plots import plot_runs as plot
     from nnxrl.config import Config
     from nnxrl.config import from_dict as config_from_dict
     from nnxrl.config import load as load_config
@@ -117,7 +118,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.networks.heads import register_head
     from nnxrl.networks.registry import register_network
     from nnxrl.parallel.devices import use_cpu_devices
-    from nnxrl.plots import plot_runs as plot
     from nnxrl.run.algorithms import hyperparams_from, make_algorithm
     from nnxrl.run.chunk import train_chunk
     from nnxrl.run.training import RunResult, train

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import nnxrl
 from nnxrl import config as config_lib
 from nnxrl.parallel.devices import is_main_process, use_cpu_devices
 from nnxrl.run import schedule
@@ -177,7 +178,6 @@ def _eval(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from nnxrl.agent.evaluate import MAX_ENVS_AT_ONCE, evaluate
-    from nnxrl.agent.policy import policy_at
     from nnxrl.progress import waiting
     from nnxrl.run.run_dir import ensure_writable_file
 
@@ -189,7 +189,7 @@ def _eval(args: argparse.Namespace) -> int:
             "(epsilon 0); leave one of them out",
             file=sys.stderr,
         )
-    policy = policy_at(args.run, args.step, args.setting, args.epsilon)
+    policy = nnxrl.policy_at(args.run, args.step, args.setting, args.epsilon)
     started = time.perf_counter()
     what = f"eval: {policy.env.id}, {args.episodes:,} episodes x {policy.num_seeds} seed(s): "
     what += "compiling and playing"
@@ -251,13 +251,12 @@ def print_evaluation(report: Any) -> None:
 def _render(args: argparse.Namespace) -> int:
     import jax
 
-    from nnxrl.agent.policy import policy_at
     from nnxrl.agent.render import render_episode
     from nnxrl.progress import waiting
     from nnxrl.run.run_dir import ensure_writable_file
 
     ensure_writable_file(args.out, "--out")
-    policy = policy_at(args.run, args.step, args.setting, args.epsilon)
+    policy = nnxrl.policy_at(args.run, args.step, args.setting, args.epsilon)
     with waiting(f"render: playing seed {args.seed}'s episode on {policy.env.id} and drawing it"):
         info = render_episode(
             policy,
@@ -291,7 +290,7 @@ def _sweep_report(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from nnxrl.plots import DEFAULT_METRIC, check_format, plot_runs
+    from nnxrl.analysis.plots import DEFAULT_METRIC, check_format, plot_runs
     from nnxrl.run.run_dir import ensure_writable_file
 
     check_format(args.out)  # before the file is touched
@@ -316,8 +315,8 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from nnxrl.comparison import compare, markdown
-    from nnxrl.scores import parse_range
+    from nnxrl.analysis.comparison import compare, markdown
+    from nnxrl.analysis.scores import parse_range
 
     try:
         ranges = dict(parse_range(text) for text in args.range)

@@ -83,7 +83,7 @@ def over_seeds(seeds: list[dict[str, Any]], reps: int = 2000) -> dict[str, Any]:
     """The mean over seeds of each seed's mean return, and its 95 % percentile
     bootstrap interval over the seeds (the unit a claim rests on: episodes of one
     seed are not independent runs); no interval for one seed."""
-    from nnxrl import interval_estimates as ie
+    from nnxrl.analysis import interval_estimates as ie
 
     means = np.array([r["return_mean"] for r in seeds if r["return_mean"] is not None])
     if means.size == 0:

@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from nnxrl import config as config_lib
+from nnxrl.analysis.plots import across_seeds
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import DIVERGED
-from nnxrl.plots import across_seeds
 from nnxrl.schema import describe_values
 from nnxrl.sweeps import lineage as lineage_lib
 from nnxrl.sweeps import population

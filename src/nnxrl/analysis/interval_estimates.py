@@ -21,6 +21,7 @@ to 0.015, Monte Carlo error). That measurement is why this module exists.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -46,11 +47,22 @@ def aggregates(x: np.ndarray, gamma: float = 1.0) -> np.ndarray:
 
 
 def trimmed_mean(x: np.ndarray, cut: float) -> np.ndarray:
-    """[..., M] -> [...]: the mean of the values left when int(cut * M) of the lowest
-    and as many of the highest are cut (``scipy.stats.trim_mean``'s rule)."""
+    """[..., M] -> [...]: the mean of the values left when int(cut * n) of the lowest
+    and as many of the highest are cut (``scipy.stats.trim_mean``'s rule), n the
+    number of defined (not NaN) values; NaN where none is. cut 0.25: the IQM."""
     m = x.shape[-1]
-    k = int(cut * m)
-    return np.sort(x, axis=-1)[..., k : m - k].mean(axis=-1)
+    ordered = np.sort(x, axis=-1)  # NaN sorts last
+    if not np.isnan(x).any():  # every value defined: one slice (measured faster)
+        k = int(cut * m)
+        return ordered[..., k : m - k].mean(axis=-1)
+    n = np.isfinite(ordered).sum(axis=-1)
+    k = (cut * n).astype(int)
+    index = np.arange(m)
+    keep = (index >= k[..., None]) & (index < (n - k)[..., None])
+    count = keep.sum(axis=-1)
+    total = np.where(keep, ordered, 0.0).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -86,7 +98,11 @@ def interval(
     point = statistic(*samples)
     drawn = statistic(*(resample(x, reps, rng) for x in samples))
     tail = 100 * (1 - CONFIDENCE) / 2
-    return point, np.percentile(drawn, [tail, 100 - tail], axis=0)
+    if not np.isnan(drawn).any():
+        return point, np.percentile(drawn, [tail, 100 - tail], axis=0)
+    with warnings.catch_warnings():  # a point no draw defines stays NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return point, np.nanpercentile(drawn, [tail, 100 - tail], axis=0)
 
 
 def along(x: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:

@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
-from nnxrl.logging.jsonl import read_records
-from nnxrl.logging.records import records_to_arrays
+from nnxrl.analysis import interval_estimates as ie
+from nnxrl.analysis.runs import DEFAULT_METRIC, Run, load_runs, metric_of, smooth_trailing
 
-DEFAULT_METRIC = "episode_return_window"  # falls back to episode_return in older runs
 BOOTSTRAP_SAMPLES = 2000
 LABELS = {
     "episode_return": "return (update's episodes)",
@@ -30,21 +27,6 @@ LABELS = {
     "loss/total": "total loss",
     "stats/explained_variance": "explained variance",
 }
-
-
-@dataclass(frozen=True)
-class Run:
-    """A run's metrics: name -> [S, U] per seed and update (NaN where undefined)."""
-
-    name: str
-    env: str
-    algo: str
-    num_seeds: int
-    return_window: int
-    env_steps: np.ndarray  # [U] env steps per seed after each update
-    metrics: dict[str, np.ndarray]
-    config: dict = field(default_factory=dict)  # the run's config.yaml
-    hparams: dict = field(default_factory=dict)  # a sweep setting's values (dotted keys)
 
 
 def plot_runs(
@@ -156,121 +138,31 @@ def few_seeds_caveat(runs: Sequence[Run]) -> str:
     return f"(bands from {counts} seeds: a bootstrap of fewer than {MIN_SEEDS} is indicative only)"
 
 
-def load_runs(run_dir: str | Path) -> list[Run]:
-    """A run directory's config (env, algorithm, seeds) and metrics.jsonl as arrays:
-    one Run, or for a sweep one per setting (named ``<run>/setting_<k>``)."""
-    run_dir = Path(run_dir)
-    path = run_dir / "metrics.jsonl"
-    if not path.is_file():
-        raise FileNotFoundError(f"{run_dir}: no metrics.jsonl (is it an nnxrl run directory?)")
-    config = {}
-    if (run_dir / "config.yaml").is_file():
-        config = yaml.safe_load((run_dir / "config.yaml").read_text(errors="replace")) or {}
-        config = config if isinstance(config, dict) else {}
-    records = read_records(path)
-    if not records:
-        raise ValueError(f"{path} holds no records yet: nothing to plot (has the run started?)")
-    for number, r in enumerate(records, 1):
-        if not isinstance(r.get("seed"), int):
-            raise ValueError(f"{path}, line {number}: a record without an integer 'seed'")
-    by_setting: dict = {}
-    for r in records:
-        by_setting.setdefault(r.get("setting"), []).append(r)
-    name = run_dir.resolve().name
-    runs = [
-        run_of(f"{name}/setting_{k}" if k is not None else name, config, rows)
-        for k, rows in sorted(by_setting.items(), key=lambda item: item[0] or 0)
-    ]
-    names = {metric for run in runs for metric in run.metrics}
-    for run in runs:  # a setting that diverged at once has no metric but that flag
-        shape = (run.num_seeds, len(run.env_steps))
-        run.metrics.update({m: np.full(shape, np.nan) for m in names - set(run.metrics)})
-    return runs
-
-
-def load_run(run_dir: str | Path) -> Run:
-    """A run directory that is not a sweep, as one Run."""
-    return load_runs(run_dir)[0]
-
-
-def run_of(name: str, config: dict, records: list[dict]) -> Run:
-    """One run's (or one setting's) records as a Run."""
-    num_seeds = max((r["seed"] for r in records), default=-1) + 1
-    arrays = records_to_arrays(records, num_seeds)
-    env_steps = arrays.pop("env_steps")
-    arrays.pop("update")
-    return Run(
-        name=name,
-        env=str(config.get("env", {}).get("id", "?")),
-        algo=str(config.get("algo", "ppo")),
-        num_seeds=num_seeds,
-        return_window=int(config.get("logging", {}).get("return_window", 100)),
-        env_steps=env_steps,
-        metrics=arrays,
-        config=config,
-        hparams=dict(records[0].get("hparams") or {}),
-    )
-
-
-def metric_of(run: Run, metric: str) -> np.ndarray:
-    """[S, U] values of ``metric`` (the default falls back to episode_return)."""
-    if metric == DEFAULT_METRIC and metric not in run.metrics:
-        metric = "episode_return"
-    if metric not in run.metrics:
-        known = ", ".join(sorted(run.metrics))
-        raise KeyError(f"{run.name}: metric {metric!r} is not in metrics.jsonl (it has: {known})")
-    return run.metrics[metric]
-
-
-def smooth_trailing(values: np.ndarray, window: int) -> np.ndarray:
-    """[S, U] -> [S, U]: each seed's mean over its last ``window`` updates, ignoring
-    undefined (NaN) values; NaN where the whole window is undefined."""
-    if window <= 1:
-        return values
-    defined = np.isfinite(values)
-    sums = np.cumsum(np.where(defined, values, 0.0), axis=1)
-    counts = np.cumsum(defined, axis=1)
-    pad = np.zeros((values.shape[0], 1))
-    sums = np.concatenate([pad, sums], axis=1)
-    counts = np.concatenate([pad, counts], axis=1)
-    start = np.maximum(np.arange(values.shape[1]) + 1 - window, 0)
-    total = sums[:, 1:] - sums[:, start]
-    n = counts[:, 1:] - counts[:, start]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > 0, total / np.maximum(n, 1), np.nan)
-
-
 def across_seeds(
     values: np.ndarray, statistic: str = "mean", interval: bool = True, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """[S, U] -> (statistic, CI low, CI high), each [U]: ``statistic`` ('mean' or 'iqm',
-    the mean of the middle 50 % of seeds) over the seeds with a value, and the 2.5 and
-    97.5 percentiles of that statistic over BOOTSTRAP_SAMPLES resamples of the seeds
-    (percentile bootstrap, fixed seed; the band is the point when one seed has a value)."""
-    num_seeds, num_updates = values.shape
-    center = row_statistic(values.T, statistic)
-    low, high = center.copy(), center.copy()
-    if not interval or num_seeds < 2:
-        return center, low, high
-    picks = np.random.default_rng(seed).integers(0, num_seeds, (BOOTSTRAP_SAMPLES, num_seeds))
-    for j in np.flatnonzero(np.isfinite(center)):
-        stats = row_statistic(values[picks, j], statistic)  # [samples]
-        low[j], high[j] = np.percentile(stats[np.isfinite(stats)], [2.5, 97.5])
-    return center, low, high
+    the mean of the middle 50 % of seeds) over the seeds with a value, and its 95 %
+    percentile bootstrap interval over BOOTSTRAP_SAMPLES resamples of the seeds
+    (``interval_estimates``: the one trimmed mean and the one bootstrap; fixed seed;
+    the band is the point for one seed)."""
+    cut = 0.25 if statistic == "iqm" else 0.0
 
+    def over_seeds(x: np.ndarray) -> np.ndarray:  # [..., S, 1, U] -> [..., U]
+        return ie.trimmed_mean(np.moveaxis(x[..., 0, :], -2, -1), cut)
 
-def row_statistic(rows: np.ndarray, statistic: str) -> np.ndarray:
-    """[R, S] -> [R]: each row's mean or interquartile mean over its finite values
-    (IQM: sorted values with floor(n/4) trimmed from each end, n the finite count);
-    NaN for a row without any."""
-    ordered = np.sort(rows, axis=1)  # NaN sorts last
-    n = np.isfinite(ordered).sum(axis=1)
-    cut = n // 4 if statistic == "iqm" else np.zeros_like(n)
-    index = np.arange(rows.shape[1])
-    keep = (index >= cut[:, None]) & (index < (n - cut)[:, None])
-    total = np.where(keep, ordered, 0.0).sum(axis=1)
-    count = keep.sum(axis=1)
-    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    runs = values[:, None, :]  # the seeds as runs of one task
+    center = over_seeds(runs)
+    if not interval or values.shape[0] < 2:
+        return center, center.copy(), center.copy()
+    _, (low, high) = ie.interval(
+        over_seeds, (runs,), BOOTSTRAP_SAMPLES, np.random.default_rng(seed)
+    )
+    return (
+        center,
+        np.where(np.isfinite(center), low, center),
+        np.where(np.isfinite(center), high, center),
+    )
 
 
 def run_label(run: Run, runs: Sequence[Run]) -> str:

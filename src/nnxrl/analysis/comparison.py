@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from nnxrl import interval_estimates as ie
-from nnxrl.plots import Run, load_runs
-from nnxrl.scores import Scored, score_run
+from nnxrl.analysis import interval_estimates as ie
+from nnxrl.analysis.runs import Run, load_runs
+from nnxrl.analysis.scores import Scored, score_run
 
 STATISTICS, NAMES = ie.AGGREGATES, ie.NAMES
 CURVE_POINTS = 20  # the IQM along training: at this many env-step counts
@@ -339,7 +339,7 @@ def stat_table(rows: dict[str, dict], c: Comparison) -> list[str]:
 
 def write_outputs(c: Comparison, out: Path, fmt: str) -> list[Path]:
     """compare.json, compare.md and the figures in ``out``."""
-    from nnxrl.comparison_figures import draw_figures
+    from nnxrl.analysis.comparison_figures import draw_figures
     from nnxrl.run import own_files
 
     out.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nnxrl.plots import Run, metric_of, smooth_trailing
+from nnxrl.analysis.runs import Run, metric_of, smooth_trailing
 
 RETURN = "episode_return_window"
 CRAFTAX_SCORE = "craftax_score"  # the achievements' score, % of the best

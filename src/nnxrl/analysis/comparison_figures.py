@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from nnxrl.interval_estimates import AGGREGATES as STATISTICS
-from nnxrl.interval_estimates import NAMES
+from nnxrl.analysis.interval_estimates import AGGREGATES as STATISTICS
+from nnxrl.analysis.interval_estimates import NAMES
 
-Comparison = Any  # nnxrl.comparison.Comparison (not imported: it imports this module)
+Comparison = Any  # nnxrl.analysis.comparison.Comparison (not imported: it imports this module)
 
 FORMATS = ("png", "svg", "pdf")
 

@@ -1,0 +1,115 @@
+"""Finished runs read back from their folders: ``config.yaml`` and ``metrics.jsonl``
+as arrays per seed and update (``Run``), for plots, scores and comparisons, and the
+curves' trailing smoothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from nnxrl.logging.jsonl import read_records
+from nnxrl.logging.records import records_to_arrays
+
+DEFAULT_METRIC = "episode_return_window"  # falls back to episode_return in older runs
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run's metrics: name -> [S, U] per seed and update (NaN where undefined)."""
+
+    name: str
+    env: str
+    algo: str
+    num_seeds: int
+    return_window: int
+    env_steps: np.ndarray  # [U] env steps per seed after each update
+    metrics: dict[str, np.ndarray]
+    config: dict = field(default_factory=dict)  # the run's config.yaml
+    hparams: dict = field(default_factory=dict)  # a sweep setting's values (dotted keys)
+
+
+def load_runs(run_dir: str | Path) -> list[Run]:
+    """A run directory's config (env, algorithm, seeds) and metrics.jsonl as arrays:
+    one Run, or for a sweep one per setting (named ``<run>/setting_<k>``)."""
+    run_dir = Path(run_dir)
+    path = run_dir / "metrics.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"{run_dir}: no metrics.jsonl (is it an nnxrl run directory?)")
+    config = {}
+    if (run_dir / "config.yaml").is_file():
+        config = yaml.safe_load((run_dir / "config.yaml").read_text(errors="replace")) or {}
+        config = config if isinstance(config, dict) else {}
+    records = read_records(path)
+    if not records:
+        raise ValueError(f"{path} holds no records yet: nothing to plot (has the run started?)")
+    for number, r in enumerate(records, 1):
+        if not isinstance(r.get("seed"), int):
+            raise ValueError(f"{path}, line {number}: a record without an integer 'seed'")
+    by_setting: dict = {}
+    for r in records:
+        by_setting.setdefault(r.get("setting"), []).append(r)
+    name = run_dir.resolve().name
+    runs = [
+        run_of(f"{name}/setting_{k}" if k is not None else name, config, rows)
+        for k, rows in sorted(by_setting.items(), key=lambda item: item[0] or 0)
+    ]
+    names = {metric for run in runs for metric in run.metrics}
+    for run in runs:  # a setting that diverged at once has no metric but that flag
+        shape = (run.num_seeds, len(run.env_steps))
+        run.metrics.update({m: np.full(shape, np.nan) for m in names - set(run.metrics)})
+    return runs
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """A run directory that is not a sweep, as one Run."""
+    return load_runs(run_dir)[0]
+
+
+def run_of(name: str, config: dict, records: list[dict]) -> Run:
+    """One run's (or one setting's) records as a Run."""
+    num_seeds = max((r["seed"] for r in records), default=-1) + 1
+    arrays = records_to_arrays(records, num_seeds)
+    env_steps = arrays.pop("env_steps")
+    arrays.pop("update")
+    return Run(
+        name=name,
+        env=str(config.get("env", {}).get("id", "?")),
+        algo=str(config.get("algo", "ppo")),
+        num_seeds=num_seeds,
+        return_window=int(config.get("logging", {}).get("return_window", 100)),
+        env_steps=env_steps,
+        metrics=arrays,
+        config=config,
+        hparams=dict(records[0].get("hparams") or {}),
+    )
+
+
+def metric_of(run: Run, metric: str) -> np.ndarray:
+    """[S, U] values of ``metric`` (the default falls back to episode_return)."""
+    if metric == DEFAULT_METRIC and metric not in run.metrics:
+        metric = "episode_return"
+    if metric not in run.metrics:
+        known = ", ".join(sorted(run.metrics))
+        raise KeyError(f"{run.name}: metric {metric!r} is not in metrics.jsonl (it has: {known})")
+    return run.metrics[metric]
+
+
+def smooth_trailing(values: np.ndarray, window: int) -> np.ndarray:
+    """[S, U] -> [S, U]: each seed's mean over its last ``window`` updates, ignoring
+    undefined (NaN) values; NaN where the whole window is undefined."""
+    if window <= 1:
+        return values
+    defined = np.isfinite(values)
+    sums = np.cumsum(np.where(defined, values, 0.0), axis=1)
+    counts = np.cumsum(defined, axis=1)
+    pad = np.zeros((values.shape[0], 1))
+    sums = np.concatenate([pad, sums], axis=1)
+    counts = np.concatenate([pad, counts], axis=1)
+    start = np.maximum(np.arange(values.shape[1]) + 1 - window, 0)
+    total = sums[:, 1:] - sums[:, start]
+    n = counts[:, 1:] - counts[:, start]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, total / np.maximum(n, 1), np.nan)
