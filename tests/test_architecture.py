@@ -85,15 +85,31 @@ def test_the_pure_layers_import_only_the_layers_below_them():
 def test_no_module_compares_a_head_by_name():
     """Policies, evaluation, export and the networks ask the head (``networks/heads.py``)
     how it acts; no comparison with a shipped head's name is left anywhere."""
-    names = {"actor_critic", "q"}
+    assert compared(("actor_critic", "q")) == []
+
+
+def test_no_algorithm_is_named_outside_its_own_file_and_the_registry():
+    """The host side asks the registry what an algorithm needs (its head, discrete
+    actions); no comparison with a built-in algorithm's name is left anywhere else."""
+    from nnxrl.algos.registry import algorithm_settings
+
+    own = ("algos/registry.py", "algos/ppo.py", "algos/pqn.py")
+    assert compared(tuple(algorithm_settings()), skip=own) == []
+
+
+def compared(names: tuple[str, ...], skip: tuple[str, ...] = ()) -> list[str]:
+    """file:line of every comparison with one of ``names`` in the package, but in the
+    files ``skip``."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
+        if str(path.relative_to(PACKAGE)) in skip:
+            continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Compare):
                 for side in [node.left, *node.comparators]:
                     if isinstance(side, ast.Constant) and side.value in names:
                         found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
-    assert found == []
+    return found
 
 
 def test_analysis_reads_runs_without_the_training_layers():

@@ -140,27 +140,6 @@ def test_an_algorithm_not_registered_is_named_with_the_way_to_register_it(
     assert "did you mean a2c.num_steps?" in capsys.readouterr().err
 
 
-def test_no_algorithm_is_named_outside_its_own_file_and_the_registry():
-    """The host side asks the registry what an algorithm needs (its head, discrete
-    actions); no comparison with a built-in algorithm's name is left anywhere else."""
-    import ast
-
-    from nnxrl.algos.registry import algorithm_settings
-
-    names = set(algorithm_settings())
-    own = {"algos/registry.py", "algos/ppo.py", "algos/pqn.py"}
-    found = []
-    for path in sorted((ROOT / "src/nnxrl").rglob("*.py")):
-        if str(path.relative_to(ROOT / "src/nnxrl")) in own:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Compare):
-                for side in [node.left, *node.comparators]:
-                    if isinstance(side, ast.Constant) and side.value in names:
-                        found.append(f"{path.name}:{node.lineno}")
-    assert found == []
-
-
 HEAD = ["--plugin", "examples/custom_head.py"]
 
 
