@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from nnxrl.cli import main as cli
 from nnxrl.analysis.plots import plot_runs
+from nnxrl.cli import main as cli
 
 ASTERIX_PPO = [
     "env.id=Asterix-MinAtar",
