@@ -61,3 +61,18 @@ def test_every_local_link_resolves():
             if "://" in target:
                 continue
             assert (page.parent / target).exists(), f"{page.name}: {target}"
+
+
+def test_the_readmes_extend_it_section_shows_the_examples_as_they_are():
+    """Each code line of the README's "Extend it" block (not a comment, not "...")
+    is a line of the example file the block's comment above it names."""
+    section = README.split("## Extend it", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    missing, source = [], None
+    for line in block.splitlines():
+        named = re.match(r"# (examples/\w+\.py):", line)
+        if named:
+            source = {x.strip() for x in (ROOT / named.group(1)).read_text().splitlines()}
+        elif line.strip() not in ("", "...") and line.strip() not in (source or set()):
+            missing.append(line)
+    assert source is not None and missing == []
