@@ -163,3 +163,19 @@ def test_a_head_of_ones_own_is_trained_and_evaluated_without_editing_the_core(tm
             "greedy" if how else "Boltzmann (T=0.5)"
         )
     assert cli(HEAD + ["eval", str(out), "--episodes", "2", "--epsilon", "0.1"]) == 2
+
+
+def test_an_algorithms_hyperparams_type_is_made_once_at_registration_and_found_by_name():
+    """The registry makes each algorithm's Hyperparams type when it registers it; a
+    saved program's pickled structure finds that type by name (a plugin's too)."""
+    import pickle
+
+    from nnxrl.algos import hyperparams
+    from nnxrl.algos.registry import algorithm
+
+    example("custom_algorithm")  # registers a2c
+    for name, type_name in (("ppo", "PPOHyperparams"), ("a2c", "A2CHyperparams")):
+        made = algorithm(name).hyperparams
+        assert getattr(hyperparams, type_name) is made and made.__name__ == type_name
+        value = made(*range(len(made._fields)))
+        assert type(pickle.loads(pickle.dumps(value))) is made

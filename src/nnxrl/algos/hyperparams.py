@@ -18,28 +18,26 @@ from nnxrl.schema import traced_fields
 # The reward streams' traced coefficients (``RewardStreams``), after the algorithm's own
 STREAM_FIELDS = ("intrinsic_reward_coef", "intrinsic_gamma", "extrinsic_coef", "intrinsic_coef")
 
-_TYPES: dict[type, type] = {}
+_TYPES: dict[type, type] = {}  # settings class -> its type, made once (registration)
 
 
 def hyperparams_type(settings: type) -> type:
     """The NamedTuple of the traced coefficients of ``settings`` (a settings class):
-    ``PPOSettings`` -> ``PPOHyperparams``, one type per class."""
+    ``PPOSettings`` -> ``PPOHyperparams``, one type per class, made when the registry
+    registers the algorithm (``algos/registry.py``)."""
     if settings not in _TYPES:
         name = settings.__name__.removesuffix("Settings") + "Hyperparams"
         fields = [(f, Any) for f in traced_fields(settings) + STREAM_FIELDS]
         _TYPES[settings] = NamedTuple(name, fields)
-        globals()[name] = _TYPES[settings]  # found by name: a pickled treedef names it
     return _TYPES[settings]
 
 
 def __getattr__(name: str) -> type:
-    """``<Algo>Hyperparams`` by name, made on demand (a saved program's structure
-    names it before the run has made it)."""
-    from nnxrl.algos.registry import algorithm_settings
-
-    for settings in algorithm_settings().values():
-        if settings.__name__.removesuffix("Settings") + "Hyperparams" == name:
-            return hyperparams_type(settings)
+    """``<Algo>Hyperparams`` by name: a saved program's pickled structure names the
+    type of a registered algorithm (its module is this one)."""
+    for made in _TYPES.values():
+        if made.__name__ == name:
+            return made
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, NamedTuple
 
+from nnxrl.algos.hyperparams import hyperparams_type
 from nnxrl.algos.settings import PPOSettings, PQNSettings
 from nnxrl.lazy import imported
 from nnxrl.schema import traced_fields, unknown_name
@@ -41,6 +42,7 @@ class AlgorithmEntry(NamedTuple):
     name: str
     settings: type  # the frozen dataclass of its config section
     make: Make
+    hyperparams: type  # the NamedTuple of its traced coefficients (algos/hyperparams.py)
     head: str  # the head its network carries: 'actor_critic' or 'q' (networks/registry.py)
     discrete_only: bool  # acts by argmax over actions, so needs discrete ones
 
@@ -76,7 +78,8 @@ def register_algorithm(
         )
     if not callable(algorithm):  # the skeleton's pieces
         head, algorithm = algorithm.head, partial(on_policy_make, algorithm)
-    _ALGORITHMS[name] = AlgorithmEntry(name, settings, algorithm, head, discrete_only)
+    hp_type = hyperparams_type(settings)
+    _ALGORITHMS[name] = AlgorithmEntry(name, settings, algorithm, hp_type, head, discrete_only)
 
 
 def on_policy_make(pieces: Any, *args: Any, **kwargs: Any) -> Any:
