@@ -173,7 +173,8 @@ def test_an_algorithms_hyperparams_type_is_made_once_at_registration_and_found_b
     from nnxrl.algos import hyperparams
     from nnxrl.algos.registry import algorithm
 
-    example("custom_algorithm")  # registers a2c
+    example("custom_algorithm")  # registers a2c, a second time is the newest
+    example("custom_algorithm")
     for name, type_name in (("ppo", "PPOHyperparams"), ("a2c", "A2CHyperparams")):
         made = algorithm(name).hyperparams
         assert getattr(hyperparams, type_name) is made and made.__name__ == type_name

@@ -19,6 +19,7 @@ from nnxrl.schema import traced_fields
 STREAM_FIELDS = ("intrinsic_reward_coef", "intrinsic_gamma", "extrinsic_coef", "intrinsic_coef")
 
 _TYPES: dict[type, type] = {}  # settings class -> its type, made once (registration)
+_NAMED: dict[str, type] = {}  # type name -> the newest made (a plugin loaded again)
 
 
 def hyperparams_type(settings: type) -> type:
@@ -28,16 +29,16 @@ def hyperparams_type(settings: type) -> type:
     if settings not in _TYPES:
         name = settings.__name__.removesuffix("Settings") + "Hyperparams"
         fields = [(f, Any) for f in traced_fields(settings) + STREAM_FIELDS]
-        _TYPES[settings] = NamedTuple(name, fields)
+        _TYPES[settings] = _NAMED[name] = NamedTuple(name, fields)
     return _TYPES[settings]
 
 
 def __getattr__(name: str) -> type:
     """``<Algo>Hyperparams`` by name: a saved program's pickled structure names the
-    type of a registered algorithm (its module is this one)."""
-    for made in _TYPES.values():
-        if made.__name__ == name:
-            return made
+    type of a registered algorithm (its module is this one); the newest of that name,
+    as the registry holds the newest registration."""
+    if name in _NAMED:
+        return _NAMED[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
