@@ -274,9 +274,7 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from nnxrl.agent.export import export_policy
-
-    out, policy = export_policy(args.run, args.out, step=args.step, setting=args.setting)
+    out, policy = nnxrl.export_policy(args.run, args.out, step=args.step, setting=args.setting)
     of = "" if policy.setting is None else f" of setting {policy.setting}"
     print(f"wrote the policy of {policy.num_seeds} seed(s){of} to {out}")
     return 0
@@ -290,7 +288,8 @@ def _sweep_report(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from nnxrl.analysis.plots import DEFAULT_METRIC, check_format, plot_runs
+    from nnxrl.analysis.plots import check_format, plot_runs
+    from nnxrl.analysis.runs import DEFAULT_METRIC
     from nnxrl.run.run_dir import ensure_writable_file
 
     check_format(args.out)  # before the file is touched

@@ -219,7 +219,7 @@ def compile_and_run(
         params = host_copy(outcome.state.params)
         # ppo.normalize_obs: the observation moments go with the policy (else ())
         obs_moments = host_copy(getattr(outcome.state.normalizer, "obs", ()))
-        export_policy(config, out_dir, params, best, obs_moments, outcome.update)
+        save_final_policy(config, out_dir, params, best, obs_moments, outcome.update)
         if is_main_process() and config.logging.log_video:
             attach_episode(config, out_dir, params, logger, quiet, best, obs_moments)
     return Ran(outcome, compile_seconds, train_end, best)
@@ -355,7 +355,7 @@ def attach_episode(
     logger.attach(path)
 
 
-def export_policy(
+def save_final_policy(
     config: config_lib.Config,
     out_dir: Path,
     params: Any,
