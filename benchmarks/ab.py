@@ -31,7 +31,7 @@ except ImportError:  # trees from before parallel/
 use_cpu_devices()
 import jax
 from nnxrl import config as C
-from nnxrl.run import schedule
+from nnxrl.config import schedule
 name, path, overrides, chunks = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
 if "compile_cache" in C.Config.__dataclass_fields__:  # time cold compiles on both sides
     overrides = [*overrides, "compile_cache.enabled=false"]

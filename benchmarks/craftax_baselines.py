@@ -252,8 +252,8 @@ def run_env_alone(args: argparse.Namespace, marks: list[float]) -> None:
     ``--updates`` rollouts of 64 steps with random actions, each its mark."""
     import jax
 
+    from nnxrl.envs.compiler_options import compiler_options
     from nnxrl.envs.craftax_env import make_craftax_env
-    from nnxrl.run.compiler_options import compiler_options
 
     env = make_craftax_env(args.env, NUM_ENVS, RESET_RATIO)
     options = compiler_options(env.spec)

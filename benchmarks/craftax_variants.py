@@ -25,7 +25,7 @@ use_cpu_devices()  # before JAX starts, as the CLI does
 import jax  # noqa: E402
 
 from nnxrl import config as C  # noqa: E402
-from nnxrl.run import schedule  # noqa: E402
+from nnxrl.config import schedule  # noqa: E402
 from nnxrl.run.programs import compile_programs  # noqa: E402
 
 VARIANTS = {  # name: (config, extra overrides)

@@ -142,9 +142,9 @@ def measure(config_name: str, overrides: list[str]) -> dict:
     import jax
 
     from nnxrl import config as config_lib
-    from nnxrl.run import schedule
+    from nnxrl.config import schedule
+    from nnxrl.config.shipped import find_config
     from nnxrl.run.programs import compile_programs
-    from nnxrl.shipped_configs import find_config
 
     sets = ["compile_cache.enabled=false", "logging.backends=[]", *overrides]
     config = config_lib.load(str(find_config(config_name)), sets)

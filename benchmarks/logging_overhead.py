@@ -21,8 +21,8 @@ from nnxrl.parallel.devices import use_cpu_devices
 use_cpu_devices()
 
 from nnxrl import config as C  # noqa: E402
+from nnxrl.config import schedule  # noqa: E402
 from nnxrl.logging.console import ConsoleBackend  # noqa: E402
-from nnxrl.run import schedule  # noqa: E402
 from nnxrl.run.training import run_training  # noqa: E402
 
 

@@ -28,7 +28,7 @@ use_cpu_devices()  # before JAX starts: one CPU device per core, as the CLI does
 import jax  # noqa: E402
 
 from nnxrl import config as C  # noqa: E402
-from nnxrl.run import schedule  # noqa: E402
+from nnxrl.config import schedule  # noqa: E402
 from nnxrl.run.programs import compile_programs  # noqa: E402
 
 # network.kind -> its options here (the transformer: one layer, a window of 8 steps)

@@ -155,8 +155,8 @@ def run_craftax(env_id: str, updates: int, marks: list[float]) -> None:
     init compiled and run, then ``updates`` updates, the Unix time after each."""
     import jax
 
+    from nnxrl.envs.compiler_options import compiler_options
     from nnxrl.envs.craftax_env import make_craftax_env
-    from nnxrl.run.compiler_options import compiler_options
 
     w = craftax_workload(updates)
     vec = make_craftax_env(env_id, w.envs, reset_ratio=16)

@@ -28,7 +28,7 @@ import jax, jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec as P
 from nnxrl import config as C
 from nnxrl.run.programs import compile_programs
-from nnxrl.run import schedule
+from nnxrl.config import schedule
 
 config = C.load("configs/ppo-cartpole.yaml", ["num_seeds=2", "total_env_steps=8192",
                                               "logging.backends=[]"])

@@ -29,7 +29,7 @@ import jax
 import numpy as np
 
 import nnxrl
-from nnxrl.run import schedule
+from nnxrl.config import schedule
 from nnxrl.run.programs import compile_programs
 
 BASE = ["logging.backends=[]", "checkpoint.enabled=false", "num_seeds=1"]

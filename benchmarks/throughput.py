@@ -35,12 +35,12 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from nnxrl import config as C  # noqa: E402
+from nnxrl.config import schedule  # noqa: E402
 from nnxrl.envs import make_env  # noqa: E402
-from nnxrl.run import schedule  # noqa: E402
-from nnxrl.run.compile_cache import use_compile_cache  # noqa: E402
-from nnxrl.run.compiler_options import compiler_options  # noqa: E402
+from nnxrl.envs.compiler_options import compiler_options  # noqa: E402
 from nnxrl.run.programs import compile_programs  # noqa: E402
 from nnxrl.run.training import run_training  # noqa: E402
+from nnxrl.store.compile_cache import use_compile_cache  # noqa: E402
 
 NO_LOGGING = ["logging.backends=[]"]  # metrics.jsonl only: logging costs are in logging.py
 COLD = ["compile_cache.enabled=false"]  # every compile timed from scratch

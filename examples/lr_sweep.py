@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import nnxrl
-from nnxrl.run import schedule
+from nnxrl.config import schedule
 from nnxrl.run.chunk import train_chunk
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 import nnxrl
 from nnxrl.algos import ppo
-from nnxrl.run import schedule
+from nnxrl.config import schedule
 
 
 def main(total_env_steps: int = 100_000) -> np.ndarray:

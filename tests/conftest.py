@@ -33,7 +33,7 @@ import pytest
 
 from nnxrl.config import CompileCacheConfig
 from nnxrl.parallel.devices import use_cpu_devices
-from nnxrl.run.compile_cache import use_compile_cache
+from nnxrl.store.compile_cache import use_compile_cache
 
 use_cpu_devices()
 # the tests' own compiled programs (a test's jit, not only its runs') in JAX's

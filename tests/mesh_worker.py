@@ -19,8 +19,8 @@ import numpy as np
 
 import nnxrl
 from nnxrl.parallel.mesh import host_copy
-from nnxrl.run import checkpoint
 from nnxrl.run.programs import compile_programs
+from nnxrl.store import checkpoint
 
 
 def main(argv: list[str]) -> None:

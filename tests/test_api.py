@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import nnxrl
+from nnxrl.config import schedule
 from nnxrl.errors import Stopped
-from nnxrl.run import schedule
 
 ROOT = Path(__file__).parents[1]
 TINY = ["total_env_steps=4096", "num_seeds=2", "logging.backends=[]", "fast_compile=true"]

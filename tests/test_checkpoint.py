@@ -23,11 +23,11 @@ from PIL import Image
 from nnxrl import config as config_lib
 from nnxrl.agent.policy import load_policy, policy_from_checkpoint
 from nnxrl.cli import main
-from nnxrl.config import setting
+from nnxrl.config import schedule, setting
 from nnxrl.intrinsic import register
 from nnxrl.intrinsic.base import Addon
-from nnxrl.run import checkpoint, schedule
 from nnxrl.run.training import run_training
+from nnxrl.store import checkpoint
 
 ROOT = Path(__file__).parents[1]
 SMALL = [
@@ -149,7 +149,7 @@ def test_ctrl_c_in_a_subprocess_leaves_a_checkpoint_that_resumes_exactly(tmp_pat
 
 KILL_SCRIPT = """
 import sys, numpy as np
-from nnxrl.run import checkpoint
+from nnxrl.store import checkpoint
 run = sys.argv[1]
 checkpoint.save(run, 1, {"w": np.arange(10, dtype=np.float32)}, {"config": {}})
 print("saved", flush=True)

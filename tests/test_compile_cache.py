@@ -11,7 +11,7 @@ from cli_runs import train_logged
 
 from nnxrl import config as config_lib
 from nnxrl.config import CompileCacheConfig
-from nnxrl.run.compile_cache import default_cache_dir, persistent_cache_off, use_compile_cache
+from nnxrl.store.compile_cache import default_cache_dir, persistent_cache_off, use_compile_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")

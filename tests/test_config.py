@@ -3,9 +3,9 @@ import importlib.util
 import pytest
 
 from nnxrl import config as C
+from nnxrl.config import schedule
+from nnxrl.config.shipped import shipped_configs
 from nnxrl.envs.suites import suite_of
-from nnxrl.run import schedule
-from nnxrl.shipped_configs import shipped_configs
 
 CARTPOLE = "configs/ppo-cartpole.yaml"
 
@@ -78,7 +78,7 @@ def test_missing_file_and_bad_override_syntax():
 
 def test_resolved_config_round_trips(tmp_path):
     cfg = C.load(CARTPOLE, ["ppo.ent_coef=0.02"])
-    C.dump(cfg, tmp_path / "config.yaml")
+    (tmp_path / "config.yaml").write_text(C.saved_yaml(cfg))
     assert C.load(tmp_path / "config.yaml") == cfg
 
 

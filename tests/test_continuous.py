@@ -20,7 +20,7 @@ from nnxrl.algos.normalization import init_normalizer, scale_rewards, update_obs
 from nnxrl.cli import main
 from nnxrl.logging.jsonl import read_records
 from nnxrl.networks import DiagGaussian, TanhGaussian
-from nnxrl.run import checkpoint
+from nnxrl.store import checkpoint
 
 ROOT = Path(__file__).parents[1]
 PENDULUM = str(ROOT / "configs/ppo-pendulum.yaml")

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
+from nnxrl.config.mesh import DistributedConfig
 from nnxrl.parallel import devices
-from nnxrl.parallel.settings import DistributedConfig
 from nnxrl.schema import ConfigError
 
 GROUP_VARIABLES = (
@@ -83,7 +83,7 @@ def test_start_jax_sets_the_cpu_devices_the_config_asks_for():
     code = (
         "import jax\n"
         "from nnxrl.parallel import devices\n"
-        "from nnxrl.parallel.settings import DistributedConfig, MeshConfig\n"
+        "from nnxrl.config.mesh import DistributedConfig, MeshConfig\n"
         "assert not devices.jax_started()\n"
         "devices.start_jax(MeshConfig(cpu_devices=3), DistributedConfig(enabled=False))\n"
         "print(jax.device_count(), devices.jax_started())\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nnxrl import config as config_lib
 from nnxrl.cli import build_parser
-from nnxrl.config_reference import reference
+from nnxrl.config.reference import reference
 
 ROOT = Path(__file__).parents[1]
 README = (ROOT / "README.md").read_text()
@@ -22,14 +22,14 @@ README = (ROOT / "README.md").read_text()
 def test_the_committed_config_reference_is_what_the_schema_generates():
     """In a process of its own: other tests register algorithms and kinds of theirs."""
     generated = subprocess.run(
-        [sys.executable, "-m", "nnxrl.config_reference"],
+        [sys.executable, "-m", "nnxrl.config.reference"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     committed = (ROOT / "docs/config.md").read_text()
     assert committed == generated, (
-        "docs/config.md is out of date: uv run python -m nnxrl.config_reference > docs/config.md"
+        "docs/config.md is out of date: uv run python -m nnxrl.config.reference > docs/config.md"
     )
 
 

@@ -18,7 +18,7 @@ import pytest
 from nnxrl.config import ConfigError, EnvConfig
 from nnxrl.envs import check_env_config, make_env
 from nnxrl.envs.base import legal_actions
-from nnxrl.run.compiler_options import FAST_COMPILE
+from nnxrl.envs.compiler_options import FAST_COMPILE
 
 ROOT = Path(__file__).parents[1]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nnxrl import config as config_lib
-from nnxrl.shipped_configs import find_config
+from nnxrl.config.shipped import find_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

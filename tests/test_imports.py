@@ -104,8 +104,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_is_read_correctly():
     graph = import_graph()
-    assert "nnxrl.schema" in graph["nnxrl.config"]
-    assert "nnxrl.envs" in graph["nnxrl.config"]  # a package import counts
+    assert "nnxrl.schema" in graph["nnxrl.config.sections"]
+    assert "nnxrl.envs" in graph["nnxrl.config.sections"]  # a package import counts
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 

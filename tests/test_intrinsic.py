@@ -314,7 +314,7 @@ def test_an_addon_defined_outside_the_package_plugs_into_either_algorithm(tmp_pa
 
 
 def test_an_addon_registered_again_under_its_name_is_compiled_again(tmp_path, monkeypatch):
-    """A saved program (run/saved_programs.py) is never loaded for another function
+    """A saved program (store/saved_programs.py) is never loaded for another function
     registered under a name its config uses: the stale add-on ran before."""
     # saved programs on, as for a script (a test worker's main module is a -c string)
     monkeypatch.setattr(sys.modules["__main__"], "__file__", "train.py", raising=False)

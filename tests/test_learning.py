@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pytest
 
+from nnxrl.analysis.lineage import lineages
 from nnxrl.cli import main
-from nnxrl.sweeps.lineage import lineages
 
 
 def train_records(out, config, overrides, seed_offset):

@@ -22,11 +22,12 @@ import numpy as np
 import pytest
 
 from nnxrl import config as config_lib
+from nnxrl.config import schedule
 from nnxrl.parallel.devices import process_group
 from nnxrl.parallel.mesh import make_layout, mesh_shape, split_envs
-from nnxrl.run import checkpoint, schedule
 from nnxrl.run.programs import compile_programs
 from nnxrl.schema import ConfigError
+from nnxrl.store import checkpoint
 
 WORKER = Path(__file__).with_name("mesh_worker.py")
 REPORTS = itertools.count()  # a fresh report file per worker
@@ -158,7 +159,7 @@ def test_a_mesh_larger_than_the_devices_and_a_cpu_count_jax_did_not_get_are_refu
 
 def test_the_run_config_keeps_the_mesh_but_not_the_launch(tmp_path):
     c = config("distributed.num_processes=4", "distributed.process_id=1", "mesh.envs=2")
-    config_lib.dump(c, tmp_path / "config.yaml")
+    (tmp_path / "config.yaml").write_text(config_lib.saved_yaml(c))
     saved = (tmp_path / "config.yaml").read_text()
     assert "distributed" not in saved and "envs: 2" in saved
     differences = checkpoint.config_differences(

@@ -153,7 +153,7 @@ def test_config_yaml_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     import os
 
     from nnxrl.errors import StorageError
-    from nnxrl.run import own_files
+    from nnxrl.store import own_files
 
     path = tmp_path / "config.yaml"
     path.write_text("seed: 3\n")

@@ -11,9 +11,9 @@ import pytest
 
 from nnxrl import config as C
 from nnxrl.cli import main
+from nnxrl.config import schedule
+from nnxrl.config.shipped import find_config, shipped_configs
 from nnxrl.envs.suites import SUITES
-from nnxrl.run import schedule
-from nnxrl.shipped_configs import find_config, shipped_configs
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,12 +16,12 @@ import pytest
 from cli_runs import CARTPOLE, SHORT_CARTPOLE
 
 from nnxrl import config as config_lib
+from nnxrl.analysis.lineage import lineages
+from nnxrl.analysis.sweep_report import report
 from nnxrl.cli import main
-from nnxrl.run import checkpoint
 from nnxrl.run.training import run_training
-from nnxrl.sweeps.lineage import lineages
+from nnxrl.store import checkpoint
 from nnxrl.sweeps.pbt import ExploredKey, PBTStatic, pbt_step
-from nnxrl.sweeps.report import report
 from nnxrl.types import RunState
 
 P, S = 8, 2  # settings per population, seeds (independent populations)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from nnxrl import config as C
+from nnxrl.config import schedule
 from nnxrl.envs import make_env
-from nnxrl.run import schedule
 from nnxrl.run.algorithms import hyperparams_from, make_algorithm
 from nnxrl.run.chunk import train_chunk
 

@@ -15,10 +15,9 @@ from nnxrl import config as config_lib
 from nnxrl.agent.policy import load_policy
 from nnxrl.algos.pqn import exploration_epsilon
 from nnxrl.cli import main
-from nnxrl.config import ConfigError, NetworkConfig
+from nnxrl.config import ConfigError, NetworkConfig, schedule
 from nnxrl.envs import env_spec
 from nnxrl.networks import build_network, greedy_values
-from nnxrl.run import schedule
 from nnxrl.run.algorithms import hyperparams_from
 
 PQN_CARTPOLE = "configs/pqn-cartpole.yaml"

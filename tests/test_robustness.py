@@ -27,8 +27,8 @@ from nnxrl import config as config_lib
 from nnxrl.cli import main
 from nnxrl.errors import Stopped, StorageError
 from nnxrl.logging.jsonl import TIMING_FILE, JsonlBackend
-from nnxrl.run import checkpoint
 from nnxrl.run.training import run_training
+from nnxrl.store import checkpoint
 
 ROOT = Path(__file__).parents[1]
 # 160 updates of 4 envs x 32 steps, in chunks of 4, checkpointed every 20

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from nnxrl import config as config_lib
+from nnxrl.config import hp_schedule, schedule
 from nnxrl.logging import make_logger, members_of
 from nnxrl.logging.records import records_to_arrays
-from nnxrl.run import hp_schedule, schedule
 from nnxrl.run.loop import RunLoop
 from nnxrl.run.programs import scheduled_hyperparams
 from nnxrl.run.stop import StopRequest

@@ -1,4 +1,4 @@
-"""run/saved_programs.py: compiled programs kept on disk under a key of the config, the
+"""store/saved_programs.py: compiled programs kept on disk under a key of the config, the
 code and the devices. A hit loads without compiling and computes the same; a missing,
 stale or corrupt entry compiles again, says so in one line and never runs what is
 stale; JAX's persistent cache stays the second level."""
@@ -18,8 +18,8 @@ import pytest
 from cli_runs import train_logged
 
 from nnxrl import config as config_lib
-from nnxrl.run import saved_programs
-from nnxrl.run.saved_programs import SavedPrograms
+from nnxrl.store import saved_programs
+from nnxrl.store.saved_programs import SavedPrograms
 
 ROOT = Path(__file__).resolve().parent.parent
 CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")

@@ -18,11 +18,11 @@ from nnxrl import config as config_lib
 from nnxrl.agent.policy import load_policy
 from nnxrl.analysis.plots import plot_runs
 from nnxrl.cli import main
+from nnxrl.config import population
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import records_to_arrays
-from nnxrl.run import checkpoint
 from nnxrl.run.algorithms import hyperparams_from as hyperparams_for
-from nnxrl.sweeps import population
+from nnxrl.store import checkpoint
 from nnxrl.sweeps import space as sweep
 
 ROOT = Path(__file__).parents[1]

@@ -8,8 +8,8 @@ import pytest
 from cli_runs import TWO_SEEDS_CARTPOLE as TINY
 
 from nnxrl import config as C
+from nnxrl.config import schedule
 from nnxrl.logging.mlflow_tracker import local_store_uri
-from nnxrl.run import schedule
 from nnxrl.run.training import run_training
 
 

@@ -8,7 +8,7 @@ import yaml
 
 from nnxrl import config as C
 from nnxrl.cli import main
-from nnxrl.run import schedule
+from nnxrl.config import schedule
 
 TINY = [
     "total_env_steps=2048",

@@ -86,11 +86,11 @@ _EXPORTS = {
     "policy_from_checkpoint": "nnxrl.agent.policy",
     "policy_at": "nnxrl.agent.policy",
     "export_policy": "nnxrl.agent.export",
-    "sweep_report": "nnxrl.sweeps.report:report",
+    "sweep_report": "nnxrl.analysis.sweep_report:report",
     "setting": "nnxrl.schema",
     "RunResult": "nnxrl.run.training",
     "train": "nnxrl.run.training",
-    "train_groups": "nnxrl.sweeps.groups",
+    "train_groups": "nnxrl.run.groups",
     "train_chunk": "nnxrl.run.chunk",
 }
 __getattr__ = exports(__name__, _EXPORTS)
@@ -108,6 +108,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.algos.settings import PPOSettings, PQNSettings, RewardStreams, RunFacts
     from nnxrl.analysis.comparison import Comparison, compare
     from nnxrl.analysis.plots import plot_runs as plot
+    from nnxrl.analysis.sweep_report import report as sweep_report
     from nnxrl.config import Config
     from nnxrl.config import from_dict as config_from_dict
     from nnxrl.config import load as load_config
@@ -120,10 +121,9 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.parallel.devices import use_cpu_devices
     from nnxrl.run.algorithms import hyperparams_from, make_algorithm
     from nnxrl.run.chunk import train_chunk
+    from nnxrl.run.groups import train_groups
     from nnxrl.run.training import RunResult, train
     from nnxrl.schema import setting
-    from nnxrl.sweeps.groups import train_groups
-    from nnxrl.sweeps.report import report as sweep_report
 
 
 def __dir__() -> list[str]:

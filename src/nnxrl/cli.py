@@ -27,17 +27,16 @@ from typing import Any
 
 import nnxrl
 from nnxrl import config as config_lib
+from nnxrl.config import population, schedule
 from nnxrl.parallel.devices import is_main_process, use_cpu_devices
-from nnxrl.run import schedule
-from nnxrl.sweeps import population
 
 
 def _train(args: argparse.Namespace) -> int:
     """``nnxrl train``: read and check the config (before --out is touched), train it
     with ``nnxrl.train`` (or ``nnxrl.train_groups``, a sweep of several programs),
     then say how it went and what to run next."""
+    from nnxrl.run.groups import needs_groups, train_groups
     from nnxrl.run.training import train
-    from nnxrl.sweeps.groups import needs_groups, train_groups
 
     if args.print_config or args.dry_run:
         return _inspect(args)
@@ -75,9 +74,9 @@ def _inspect(args: argparse.Namespace) -> int:
 
     import yaml
 
+    from nnxrl.run.groups import group_configs, needs_groups
     from nnxrl.run.programs import compile_programs
     from nnxrl.run.training import prepare
-    from nnxrl.sweeps.groups import group_configs, needs_groups
 
     path = args.config or (args.resume and f"{args.resume}/config.yaml")
     if not path:
@@ -105,10 +104,11 @@ def _train_target(args: argparse.Namespace) -> tuple[config_lib.Config, Any]:
     one (created), or the run ``--resume`` continues."""
     from pathlib import Path
 
-    from nnxrl.run import lock as run_lock
-    from nnxrl.run import own_files
-    from nnxrl.run.run_dir import default_out_dir, ensure_writable_dir, refuse_a_run
+    from nnxrl.run.run_dir import default_out_dir, refuse_a_run
     from nnxrl.run.training import prepare
+    from nnxrl.store import lock as run_lock
+    from nnxrl.store import own_files
+    from nnxrl.store.own_files import ensure_writable_dir
 
     if args.resume:
         if args.out:
@@ -138,7 +138,7 @@ def _train_target(args: argparse.Namespace) -> tuple[config_lib.Config, Any]:
 def print_outcome(config: config_lib.Config, out_dir: Any, result: Any) -> None:
     """After training: the times and each seed's return (a sweep: its best setting),
     and the command that evaluates the policy."""
-    from nnxrl.sweeps.report import report as sweep_report
+    from nnxrl.analysis.sweep_report import report as sweep_report
 
     if result is not None:  # one program (a sweep of several reports per group)
         print(
@@ -179,7 +179,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     from nnxrl.agent.evaluate import MAX_ENVS_AT_ONCE, evaluate
     from nnxrl.progress import waiting
-    from nnxrl.run.run_dir import ensure_writable_file
+    from nnxrl.store.own_files import ensure_writable_file
 
     if args.json:
         ensure_writable_file(args.json, "--json")
@@ -253,7 +253,7 @@ def _render(args: argparse.Namespace) -> int:
 
     from nnxrl.agent.render import render_episode
     from nnxrl.progress import waiting
-    from nnxrl.run.run_dir import ensure_writable_file
+    from nnxrl.store.own_files import ensure_writable_file
 
     ensure_writable_file(args.out, "--out")
     policy = nnxrl.policy_at(args.run, args.step, args.setting, args.epsilon)
@@ -281,7 +281,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _sweep_report(args: argparse.Namespace) -> int:
-    from nnxrl.sweeps.report import report as sweep_report
+    from nnxrl.analysis.sweep_report import report as sweep_report
 
     sweep_report(args.run, write=not args.no_write)
     return 0
@@ -290,7 +290,7 @@ def _sweep_report(args: argparse.Namespace) -> int:
 def _plot(args: argparse.Namespace) -> int:
     from nnxrl.analysis.plots import check_format, plot_runs
     from nnxrl.analysis.runs import DEFAULT_METRIC
-    from nnxrl.run.run_dir import ensure_writable_file
+    from nnxrl.store.own_files import ensure_writable_file
 
     check_format(args.out)  # before the file is touched
     ensure_writable_file(args.out, "--out")
@@ -338,7 +338,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _configs(args: argparse.Namespace) -> int:
-    from nnxrl.shipped_configs import configs_dir, describe, shipped_configs
+    from nnxrl.config.shipped import configs_dir, describe, shipped_configs
 
     found = shipped_configs()
     if not found:

@@ -23,8 +23,8 @@ from flax import nnx
 from nnxrl.agent.policy import Policy
 from nnxrl.envs import env_spec, make_env
 from nnxrl.envs.base import legal_actions
+from nnxrl.envs.compiler_options import compiler_options
 from nnxrl.networks import heads
-from nnxrl.run.compiler_options import compiler_options
 
 MAX_ENVS_AT_ONCE = 1024  # episodes played side by side per seed (bounds the memory)
 

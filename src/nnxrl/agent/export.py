@@ -7,10 +7,10 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from nnxrl.agent.policy import Policy, policy_from_checkpoint, save_policy
-from nnxrl.run import lock as run_lock
-from nnxrl.run import own_files
-from nnxrl.run.run_dir import ensure_writable_dir
-from nnxrl.sweeps.report import setting_run_dir
+from nnxrl.analysis.sweep_report import setting_run_dir
+from nnxrl.store import lock as run_lock
+from nnxrl.store import own_files
+from nnxrl.store.own_files import ensure_writable_dir
 
 
 def export_policy(

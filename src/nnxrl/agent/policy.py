@@ -29,12 +29,11 @@ from nnxrl import config as config_lib
 from nnxrl import schema
 from nnxrl.algos.normalization import observe
 from nnxrl.algos.registry import algorithm
-from nnxrl.config import EnvConfig, NetworkConfig
+from nnxrl.config import EnvConfig, NetworkConfig, population
 from nnxrl.envs import check_env_config, env_spec
 from nnxrl.networks import build_network, heads
 from nnxrl.ops.running_moments import Moments
-from nnxrl.run import own_files
-from nnxrl.sweeps import population
+from nnxrl.store import own_files
 
 MOMENTS = ("count", "mean", "var")  # the observation moments' fields, saved beside params
 MOMENTS_PREFIX = "obs_normalizer."
@@ -123,7 +122,7 @@ def policy_at(
     """The policy at ``path``: a saved policy's folder (``nnxrl export``) or a run's
     directory (its latest checkpoint, or update ``step``; a sweep's ``setting``), acting
     with ``epsilon`` where its head takes one (a ConfigError where it does not)."""
-    from nnxrl.sweeps.report import setting_run_dir
+    from nnxrl.analysis.sweep_report import setting_run_dir
 
     if (Path(path) / "policy.yaml").is_file():
         if step is not None:
@@ -329,7 +328,7 @@ def policy_from_checkpoint(
     run_dir: str | Path, update: int | None = None, setting: int | None = None
 ) -> Policy:
     """The policy in a run's checkpoint (the latest by default); a sweep's ``setting``."""
-    from nnxrl.run import checkpoint
+    from nnxrl.store import checkpoint
 
     meta = checkpoint.load_meta(run_dir, update)
     config = config_lib.from_dict(meta["config"])

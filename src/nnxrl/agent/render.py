@@ -28,9 +28,9 @@ from nnxrl.agent.policy import Policy
 from nnxrl.envs import CRAFTAX_IDS, make_env
 from nnxrl.envs.base import legal_actions
 from nnxrl.envs.brax_env import PREFIX as BRAX_PREFIX
+from nnxrl.envs.compiler_options import compiler_options
 from nnxrl.envs.settings import EnvConfig
 from nnxrl.envs.suites import suite_of
-from nnxrl.run.compiler_options import compiler_options
 
 MOUNTAIN_CAR_GOALS = {"MountainCar-v0": 0.5, "MountainCarContinuous-v0": 0.45}
 DRAWN_FROM_STATE = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", *MOUNTAIN_CAR_GOALS)

@@ -340,7 +340,7 @@ def stat_table(rows: dict[str, dict], c: Comparison) -> list[str]:
 def write_outputs(c: Comparison, out: Path, fmt: str) -> list[Path]:
     """compare.json, compare.md and the figures in ``out``."""
     from nnxrl.analysis.comparison_figures import draw_figures
-    from nnxrl.run import own_files
+    from nnxrl.store import own_files
 
     out.mkdir(parents=True, exist_ok=True)
     own_files.write_text(out / "compare.json", json.dumps(c.as_json(), indent=1))

@@ -9,11 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from nnxrl.config import population, schedule
 from nnxrl.logging.logger import Backend, MetricLogger, brief
 from nnxrl.logging.records import LogBatch, Members
 from nnxrl.logging.run_info import run_tags
-from nnxrl.run import schedule
-from nnxrl.sweeps import population
 
 __all__ = ["Backend", "LogBatch", "Members", "MetricLogger", "make_logger", "members_of"]
 

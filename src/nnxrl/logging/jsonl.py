@@ -96,7 +96,7 @@ def truncate_after(out_dir: str | Path, update: int, num_members: int) -> None:
     an update in metrics.jsonl, one in the aggregates; the lines before are in order,
     ``records_in_order``) and drop the rest: later updates, a cut-short line, a
     duplicate. A resumed run then appends exactly where its checkpoint left off."""
-    from nnxrl.run import own_files
+    from nnxrl.store import own_files
 
     for name, per_update in zip(RECORD_FILES, (num_members, 1), strict=True):
         path = Path(out_dir) / name

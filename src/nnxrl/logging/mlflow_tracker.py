@@ -43,7 +43,7 @@ from nnxrl.logging.jsonl import RECORD_FILES, read_records
 from nnxrl.logging.logger import brief
 from nnxrl.logging.records import LogBatch, metric_items
 from nnxrl.logging.run_info import is_logged, logged_updates
-from nnxrl.run import own_files
+from nnxrl.store import own_files
 
 _STATUS = {"finished": "FINISHED", "killed": "KILLED", "failed": "FAILED"}
 # MLflow 3's UI opens an experiment without this tag as a GenAI one (traces, tokens).

@@ -24,7 +24,7 @@ from typing import Any
 
 import jax
 
-from nnxrl.parallel.settings import DistributedConfig, MeshConfig
+from nnxrl.config.mesh import DistributedConfig, MeshConfig
 from nnxrl.schema import ConfigError
 
 

@@ -34,8 +34,7 @@ import jax
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from nnxrl.config import Config, ConfigError, env_split_problem
-from nnxrl.sweeps import population
+from nnxrl.config import Config, ConfigError, env_split_problem, population
 
 SEEDS, ENVS = "seeds", "envs"  # the mesh's axis names
 

@@ -11,10 +11,9 @@ from nnxrl.algos.hyperparams import hyperparams
 from nnxrl.algos.on_policy import Algorithm
 from nnxrl.algos.registry import algorithm
 from nnxrl.algos.settings import RewardStreams, RunFacts
-from nnxrl.config import Config, IntrinsicConfig
+from nnxrl.config import Config, IntrinsicConfig, schedule
 from nnxrl.envs import VecEnv
 from nnxrl.intrinsic.base import Addon
-from nnxrl.run import schedule
 
 
 def make_algorithm(

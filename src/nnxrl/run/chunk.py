@@ -6,15 +6,21 @@ parameters of every seed; the first time any seed has a NaN or inf, every seed
 keeps the state it had before that update for the rest of the chunk, and the
 metrics say where it happened (``nonfinite`` per update per seed). The host then
 stops at that update with the last good state in hand, ready to checkpoint.
+
+A PBT sweep's chunk (``pbt_chunk``) is the same chunk for every member, then PBT's
+step (``sweeps/pbt.py: pbt_step``) when the update count reaches the interval.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+
+from nnxrl.sweeps.pbt import PBTStatic, pbt_step
 
 SEED_AXIS = "seed"  # the vmapped axis name the guard reduces over
 
@@ -57,3 +63,37 @@ def train_chunk(
         guarded_update, (state, jnp.bool_(False)), length=num_updates
     )
     return state, metrics
+
+
+def pbt_chunk(
+    state: Any,
+    hp: Any,
+    *,
+    update_fn: Callable[[Any, Any], tuple[Any, dict]],
+    num_updates: int,
+    s: PBTStatic,
+) -> tuple[Any, dict]:
+    """``num_updates`` updates of every member (the guarded chunk of a plain sweep,
+    ``train_chunk``, with each member's own ``state.hyperparams``; ``hp``, the initial
+    values, is unused), then ``pbt_step`` if the update count has reached a multiple
+    of the interval (the run loop cuts chunks there: ``run/loop.py``). state
+    [P * S, ...] -> (state, metrics [P * S, num_updates] per key), with ``pbt/donor``
+    (the member copied after that update, -1: none) and ``hp/<key>`` (the value that
+    update trained with) besides the updates' own."""
+    train = partial(train_chunk, update_fn=update_fn, num_updates=num_updates, axis_name=None)
+    used = state.hyperparams
+    state, metrics = jax.vmap(train, axis_name=SEED_AXIS)(state, used)
+    update = state.update[0]
+    due = jnp.logical_and(update % s.interval == 0, update < s.num_updates)
+    key = jax.random.fold_in(jax.random.key(s.seed), update)
+    fitness = metrics["episode_return_window"][:, -1]
+    no_step = jnp.full(fitness.shape, -1, jnp.int32)
+    state, donor = jax.lax.cond(
+        due, lambda st: pbt_step(st, fitness, key, s), lambda st: (st, no_step), state
+    )
+    shape = metrics["episode_return_window"].shape  # [M, U]
+    donors = jnp.full(shape, -1.0).at[:, -1].set(donor.astype(jnp.float32))
+    values = {
+        f"hp/{k.name}": jnp.broadcast_to(getattr(used, k.field)[:, None], shape) for k in s.keys
+    }
+    return state, {**metrics, "pbt/donor": donors, **values}

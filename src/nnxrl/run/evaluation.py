@@ -26,9 +26,9 @@ import numpy as np
 from nnxrl import config as config_lib
 from nnxrl.agent.evaluate import play_one_seed
 from nnxrl.agent.policy import policy_of
+from nnxrl.config import population
 from nnxrl.envs import make_env
-from nnxrl.run.compiler_options import compiler_options
-from nnxrl.sweeps import population
+from nnxrl.envs.compiler_options import compiler_options
 
 EVAL_STREAM = 0x6576616C  # "eval": the evaluation's keys, apart from training's
 METRICS = ("eval/return", "eval/length")

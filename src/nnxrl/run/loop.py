@@ -28,11 +28,13 @@ import jax
 import numpy as np
 
 from nnxrl import config as config_lib
+from nnxrl.config import hp_schedule, schedule
 from nnxrl.errors import StorageError
 from nnxrl.logging import MetricLogger
 from nnxrl.parallel.devices import any_process, is_main_process
-from nnxrl.run import checkpoint, evaluation, hp_schedule, run_dir, schedule
+from nnxrl.run import evaluation, run_dir
 from nnxrl.run.stop import StopRequest
+from nnxrl.store import checkpoint
 from nnxrl.sweeps.pbt import next_step_cut
 
 
@@ -154,7 +156,7 @@ class RunLoop:
 
     def with_scheduled_values(self, metrics: dict, first: int) -> dict:
         """A scheduled run's records carry ``hp/<key>``: the value each update of the
-        chunk trained with (``run/hp_schedule.py``)."""
+        chunk trained with (``config/hp_schedule.py``)."""
         entries = self.config.hp_schedule
         if not entries:
             return metrics

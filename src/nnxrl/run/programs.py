@@ -25,22 +25,20 @@ import jax
 import numpy as np
 
 from nnxrl import config as config_lib
+from nnxrl.config import hp_schedule, population, schedule
 from nnxrl.envs import EnvSpec, make_env
+from nnxrl.envs.compiler_options import compiler_options
 from nnxrl.intrinsic import addon_for
 from nnxrl.parallel.devices import start_jax
 from nnxrl.parallel.mesh import Layout, make_layout, shuffle_groups, state_shardings, with_num_envs
-from nnxrl.run import hp_schedule, schedule
 from nnxrl.run.algorithms import hyperparams_from, make_algorithm
-from nnxrl.run.chunk import SEED_AXIS, train_chunk
-from nnxrl.run.compile_cache import use_compile_cache
-from nnxrl.run.compiler_options import compiler_options
+from nnxrl.run.chunk import SEED_AXIS, pbt_chunk, train_chunk
 from nnxrl.run.evaluation import make_evaluator
 from nnxrl.run.heap import release_freed_memory
 from nnxrl.run.members import over_members
 from nnxrl.run.resources import check_fits
-from nnxrl.run.saved_programs import saved_programs
-from nnxrl.sweeps import population
-from nnxrl.sweeps.pbt import pbt_chunk
+from nnxrl.store.compile_cache import use_compile_cache
+from nnxrl.store.saved_programs import saved_programs
 
 
 def seed_key(seed: jax.Array, index: jax.Array) -> jax.Array:
@@ -209,7 +207,7 @@ def placed_hyperparams(config: config_lib.Config, layout: Any) -> tuple[Any, Any
 def scheduled_hyperparams(config: config_lib.Config, hp: Any, layout: Any) -> Any:
     """update -> the traced values a chunk starting at that update trains with:
     ``hp`` throughout, or with an ``hp_schedule`` the values then in force
-    (``run/hp_schedule.py``), placed from NumPy once per change, like ``hp``."""
+    (``config/hp_schedule.py``), placed from NumPy once per change, like ``hp``."""
     if not config.hp_schedule:
         return lambda update: hp
     plain = dataclasses.replace(config, hp_schedule=())

@@ -23,9 +23,9 @@ GIB = 2**30
 
 
 def check_fits(config: config_lib.Config, needs: dict[str, int | None]) -> None:
-    """A ConfigError when the largest of the programs (name -> ``program_bytes``, None
-    where the backend gives no analysis) needs more memory than the devices have (see
-    the module docstring)."""
+    """A ConfigError when the largest of the programs (name -> its bytes,
+    ``store/saved_programs.py: program_bytes``, None where the backend gives no
+    analysis) needs more memory than the devices have (see the module docstring)."""
     needs = {name: need for name, need in needs.items() if need is not None}
     if not needs:
         return  # this backend gives no analysis
@@ -45,22 +45,6 @@ def check_fits(config: config_lib.Config, needs: dict[str, int | None]) -> None:
         f"{' x settings' if config.is_sweep else ''}), env.num_envs ({config.env.num_envs}), "
         f"{algo}.num_steps ({config.algo_config.num_steps}) or network.width "
         f"({config.network.width}), or train on a device with more memory"
-    )
-
-
-def program_bytes(compiled: Any) -> int | None:
-    """Memory one compiled program holds at its peak on each device, by XLA's count."""
-    try:
-        m = compiled.memory_analysis()
-    except Exception:  # not every backend or release has it
-        return None
-    if m is None:
-        return None
-    return (
-        m.argument_size_in_bytes
-        + m.output_size_in_bytes
-        - m.alias_size_in_bytes
-        + m.temp_size_in_bytes
     )
 
 

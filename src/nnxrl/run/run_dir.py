@@ -12,7 +12,6 @@ written, so bad input leaves nothing behind.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -21,12 +20,13 @@ from pathlib import Path
 import yaml
 
 from nnxrl import config as config_lib
+from nnxrl.config import population, schedule
 from nnxrl.errors import NonFiniteError, StorageError
 from nnxrl.logging import members_of
 from nnxrl.logging.jsonl import RECORD_FILES, RecordOrder, records_in_order, truncate_after
 from nnxrl.logging.run_info import git_commit
-from nnxrl.run import checkpoint, own_files, schedule
-from nnxrl.sweeps import population
+from nnxrl.store import checkpoint, own_files
+from nnxrl.store.own_files import ensure_writable_dir
 from nnxrl.version import version
 
 NONFINITE_FILE = "nonfinite.json"  # written when a NaN/inf stopped the run
@@ -45,50 +45,6 @@ class StartPoint:
 def default_out_dir(config_path: str | Path) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path("runs") / f"{Path(config_path).stem}-{stamp}"
-
-
-def ensure_writable_dir(path: str | Path, what: str) -> Path:
-    """Create ``path`` if needed and check that files can be written in it; a
-    ConfigError naming ``what`` (e.g. '--out') otherwise."""
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise config_lib.ConfigError(
-            f"{what}: {path} is a file, not a directory; choose a directory"
-        )
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".nnxrl-write-check-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        raise config_lib.ConfigError(
-            f"{what}: cannot write to {path} ({e.strerror}); choose a writable directory"
-        ) from None
-    return path
-
-
-def ensure_writable_file(path: str | Path, what: str) -> Path:
-    """Check that ``path`` can be written (its folder exists and is writable) without
-    leaving anything behind; a ConfigError naming ``what`` (e.g. '--json') otherwise."""
-    path = Path(path)
-    if path.is_dir():
-        raise config_lib.ConfigError(f"{what}: {path} is a directory; give a file name")
-    if not path.parent.is_dir():
-        raise config_lib.ConfigError(
-            f"{what}: the folder {path.parent} does not exist; create it first "
-            f"(mkdir -p {path.parent}) or choose another path"
-        )
-    existed = path.exists()
-    try:
-        with path.open("ab"):
-            pass
-    except OSError as e:
-        raise config_lib.ConfigError(
-            f"{what}: cannot write {path} ({e.strerror}); choose a writable path"
-        ) from None
-    if not existed:
-        path.unlink()
-    return path
 
 
 def holds_run(out_dir: Path) -> bool:
@@ -186,7 +142,7 @@ def write_config(config: config_lib.Config, out_dir: Path, fresh: bool) -> None:
     """config.yaml (the config as this start of the run reads it) and, when the run
     starts (or predates it), run.json: the config it started with, which every resume
     is checked against, also when config.yaml was edited since."""
-    config_lib.dump(config, out_dir / "config.yaml")
+    own_files.write_text(out_dir / "config.yaml", config_lib.saved_yaml(config))
     if fresh or not (out_dir / RUN_FILE).is_file():
         manifest = {
             "config": config_lib.saved_dict(config),

@@ -21,19 +21,20 @@ import jax
 import numpy as np
 
 from nnxrl import config as config_lib
+from nnxrl.config import population, schedule
 from nnxrl.errors import NonFiniteError, Stopped, StorageError
 from nnxrl.logging import Backend, make_logger, members_of
 from nnxrl.logging.records import records_to_arrays
 from nnxrl.parallel.devices import is_main_process, start_jax
 from nnxrl.parallel.mesh import host_copy
 from nnxrl.progress import waiting
-from nnxrl.run import checkpoint, run_dir, schedule
-from nnxrl.run import lock as run_lock
+from nnxrl.run import run_dir
 from nnxrl.run.loop import Outcome, RunLoop
 from nnxrl.run.programs import Programs, check_one_program, compile_programs
 from nnxrl.run.run_dir import StartPoint
 from nnxrl.run.stop import StopRequest, graceful_stop
-from nnxrl.sweeps import population
+from nnxrl.store import checkpoint
+from nnxrl.store import lock as run_lock
 
 
 def train(

@@ -5,7 +5,7 @@ A sweep with ``sweep.pbt.interval`` > 0 trains its settings as a population: eve
 ``episode_return_window``), lets the worst copy the weights of better ones (exploit)
 and moves the copies' hyperparameters away from their donors' (explore). It is a
 pure function of the stacked population, run by ``lax.cond`` at the end of the
-compiled chunk (``pbt_chunk``; chunks end at every multiple of the interval), so it
+compiled chunk (``run/chunk.py: pbt_chunk``; chunks end at every multiple of the interval), so it
 needs no host round trip and no recompilation, and the updates between steps are
 the plain sweep's program (measured: ``benchmarks/sweep.py --pbt-only``).
 
@@ -22,15 +22,11 @@ its own: env state, observations, hidden state, PRNG key, update count.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-
-from nnxrl.run.chunk import SEED_AXIS, train_chunk
 
 COPIED = ("params", "opt_state", "addon", "normalizer", "recent_returns")
 
@@ -62,40 +58,6 @@ class PBTStatic:
     factors: tuple[float, ...]
     resample_probability: float
     keys: tuple[ExploredKey, ...]
-
-
-def pbt_chunk(
-    state: Any,
-    hp: Any,
-    *,
-    update_fn: Callable[[Any, Any], tuple[Any, dict]],
-    num_updates: int,
-    s: PBTStatic,
-) -> tuple[Any, dict]:
-    """``num_updates`` updates of every member (the guarded chunk of a plain sweep,
-    ``run/chunk.py``, with each member's own ``state.hyperparams``; ``hp``, the initial
-    values, is unused), then ``pbt_step`` if the update count has reached a multiple
-    of the interval (the run loop cuts chunks there: ``run/loop.py``). state
-    [P * S, ...] -> (state, metrics [P * S, num_updates] per key), with ``pbt/donor``
-    (the member copied after that update, -1: none) and ``hp/<key>`` (the value that
-    update trained with) besides the updates' own."""
-    train = partial(train_chunk, update_fn=update_fn, num_updates=num_updates, axis_name=None)
-    used = state.hyperparams
-    state, metrics = jax.vmap(train, axis_name=SEED_AXIS)(state, used)
-    update = state.update[0]
-    due = jnp.logical_and(update % s.interval == 0, update < s.num_updates)
-    key = jax.random.fold_in(jax.random.key(s.seed), update)
-    fitness = metrics["episode_return_window"][:, -1]
-    no_step = jnp.full(fitness.shape, -1, jnp.int32)
-    state, donor = jax.lax.cond(
-        due, lambda st: pbt_step(st, fitness, key, s), lambda st: (st, no_step), state
-    )
-    shape = metrics["episode_return_window"].shape  # [M, U]
-    donors = jnp.full(shape, -1.0).at[:, -1].set(donor.astype(jnp.float32))
-    values = {
-        f"hp/{k.name}": jnp.broadcast_to(getattr(used, k.field)[:, None], shape) for k in s.keys
-    }
-    return state, {**metrics, "pbt/donor": donors, **values}
 
 
 def next_step_cut(update: int, interval: int) -> int:

@@ -22,7 +22,7 @@ values, so all settings x seeds train in one program (a population axis). Any ot
 key changes shapes or the program; it is refused unless ``allow_recompile``, when
 every combination of those keys is a group of settings trained as its own program.
 
-This module works on plain data (it imports no config class), so that ``config.py``
+This module works on plain data (it imports no config class), so that ``config/``
 can check a sweep while it validates.
 """
 

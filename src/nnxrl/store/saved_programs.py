@@ -57,8 +57,7 @@ from nnxrl.algos.registry import algorithm
 from nnxrl.envs.registry import registered_env
 from nnxrl.intrinsic.base import registration
 from nnxrl.networks.registry import network_kind
-from nnxrl.run.compile_cache import persistent_cache_off
-from nnxrl.run.resources import program_bytes
+from nnxrl.store.compile_cache import persistent_cache_off
 
 FORMAT = 2  # bump when an entry's layout changes
 KEEP_OTHER_CODE = 2  # entries of a program saved by other code kept beside the newest
@@ -82,7 +81,7 @@ class SavedPrograms:
 
     folder: Path | None
     code: str = ""  # the code digest: an entry's file name starts with it
-    # name -> the memory the program needs (resources.program_bytes), saved with it
+    # name -> the memory the program needs (program_bytes), saved with it
     needs: dict = field(default_factory=dict)
 
     def need(self, name: str) -> int | None:
@@ -318,3 +317,19 @@ def load(path: Path) -> tuple[Any, int | None, str]:
 
 def say(message: str) -> None:
     print(f"nnxrl: {message}", file=sys.stderr, flush=True)
+
+
+def program_bytes(compiled: Any) -> int | None:
+    """Memory one compiled program holds at its peak on each device, by XLA's count."""
+    try:
+        m = compiled.memory_analysis()
+    except Exception:  # not every backend or release has it
+        return None
+    if m is None:
+        return None
+    return (
+        m.argument_size_in_bytes
+        + m.output_size_in_bytes
+        - m.alias_size_in_bytes
+        + m.temp_size_in_bytes
+    )

@@ -14,7 +14,7 @@ the new values (``run/loop.py``), and every record carries ``hp/<key>``, the val
 its update trained with.
 
 It works on plain data (it imports no config class), so that ``config.validate``
-and ``run/schedule.py`` can call it."""
+and ``config/schedule.py`` can call it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The config reference (``docs/config.md``), generated from the schema: every key
 with its default and its documentation, section by section, the section of every
 registered algorithm and the options of every registered add-on and network kind.
-``uv run python -m nnxrl.config_reference > docs/config.md`` writes it; a test fails
+``uv run python -m nnxrl.config.reference > docs/config.md`` writes it; a test fails
 when the committed file differs from what the schema generates."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from nnxrl import config as config_lib
 
 HEADER = """# Configuration reference
 
-Generated from the schema (`src/nnxrl/config.py` and the settings classes it
-holds) by `uv run python -m nnxrl.config_reference > docs/config.md`; do not edit by
+Generated from the schema (`src/nnxrl/config/sections.py` and the settings classes
+it holds) by `uv run python -m nnxrl.config.reference > docs/config.md`; do not edit by
 hand. A YAML config maps onto these keys; `--set KEY=VALUE` overrides any of them
 (dotted). Unknown keys, wrong types, out-of-range values and impossible combinations
 are refused before anything compiles, naming the key, the value and what is allowed.

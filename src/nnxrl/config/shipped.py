@@ -9,10 +9,10 @@ from pathlib import Path
 
 def configs_dir() -> Path | None:
     """The shipped configs: inside the installed package, else the source checkout's."""
-    packaged = Path(__file__).parent / "configs"
+    packaged = Path(__file__).parents[1] / "configs"
     if packaged.is_dir():
         return packaged
-    checkout = Path(__file__).resolve().parents[2]
+    checkout = Path(__file__).resolve().parents[3]
     if (checkout / "configs").is_dir() and (checkout / "pyproject.toml").is_file():
         return checkout / "configs"
     return None

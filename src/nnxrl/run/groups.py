@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from nnxrl import config as config_lib
+from nnxrl.analysis.sweep_report import GROUP_PREFIX
+from nnxrl.config import population, schedule
 from nnxrl.errors import Stopped
 from nnxrl.parallel.devices import is_main_process
-from nnxrl.run import checkpoint, run_dir, schedule
-from nnxrl.run import lock as run_lock
+from nnxrl.run import run_dir
 from nnxrl.run.training import RunResult, run_training
 from nnxrl.schema import describe_values
-from nnxrl.sweeps import population
-from nnxrl.sweeps.report import GROUP_PREFIX
+from nnxrl.store import checkpoint
+from nnxrl.store import lock as run_lock
 from nnxrl.sweeps.space import groups, untraced_keys
 
 

@@ -113,3 +113,45 @@ def replace_directory(directory: Path, written: Path) -> None:
         os.replace(directory, old)
     os.replace(written, directory)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def ensure_writable_dir(path: str | Path, what: str) -> Path:
+    """Create ``path`` if needed and check that files can be written in it; a
+    ConfigError naming ``what`` (e.g. '--out') otherwise."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{what}: {path} is a file, not a directory; choose a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".nnxrl-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise ConfigError(
+            f"{what}: cannot write to {path} ({e.strerror}); choose a writable directory"
+        ) from None
+    return path
+
+
+def ensure_writable_file(path: str | Path, what: str) -> Path:
+    """Check that ``path`` can be written (its folder exists and is writable) without
+    leaving anything behind; a ConfigError naming ``what`` (e.g. '--json') otherwise."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{what}: {path} is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise ConfigError(
+            f"{what}: the folder {path.parent} does not exist; create it first "
+            f"(mkdir -p {path.parent}) or choose another path"
+        )
+    existed = path.exists()
+    try:
+        with path.open("ab"):
+            pass
+    except OSError as e:
+        raise ConfigError(
+            f"{what}: cannot write {path} ({e.strerror}); choose a writable path"
+        ) from None
+    if not existed:
+        path.unlink()
+    return path

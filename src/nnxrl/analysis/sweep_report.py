@@ -18,7 +18,7 @@
   (``lineage.py``), draws ``pbt_lineage.png``, writes ``pbt.json`` and, in place of
   ``best.yaml`` (no fixed setting reproduces a schedule), ``best_schedule.yaml``: the
   best seed's winner's schedule as a plain config whose ``hp_schedule`` trains it
-  again from scratch (``run/hp_schedule.py``).
+  again from scratch (``config/hp_schedule.py``).
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from typing import Any
 import numpy as np
 
 from nnxrl import config as config_lib
+from nnxrl.analysis import lineage as lineage_lib
 from nnxrl.analysis.plots import across_seeds
+from nnxrl.config import population
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import DIVERGED
 from nnxrl.schema import describe_values
-from nnxrl.sweeps import lineage as lineage_lib
-from nnxrl.sweeps import population
 from nnxrl.sweeps.space import swept_keys
 
 METRIC = "episode_return_window"
@@ -114,8 +114,8 @@ def report_pbt(
                 values = {k: v for k, v in step.items() if k != "from_update"}
                 print(f"  from update {step['from_update']}: {describe_values(values)}")
     if write:
-        from nnxrl.run import lock as run_lock
-        from nnxrl.run import own_files
+        from nnxrl.store import lock as run_lock
+        from nnxrl.store import own_files
 
         own_files.refuse_links(run_dir, ("pbt.json", "pbt_lineage.png", "best_schedule.yaml"))
         best = max(found, key=lambda x: lineage_lib.ranked_return(x.ranking[0]))
@@ -124,7 +124,8 @@ def report_pbt(
             own_files.write_text(run_dir / "pbt.json", text)
             title = f"{config.env.id}: each seed's winning PBT lineage"
             lineage_lib.plot_lineages(found, keys, title, run_dir / "pbt_lineage.png")
-            config_lib.dump(schedule_config(config, best), run_dir / "best_schedule.yaml")
+            scheduled = config_lib.saved_yaml(schedule_config(config, best))
+            own_files.write_text(run_dir / "best_schedule.yaml", scheduled)
         if not quiet:
             print(
                 f"wrote {run_dir / 'pbt.json'}, {run_dir / 'pbt_lineage.png'} and "
@@ -273,14 +274,14 @@ def print_table(result: SweepReport) -> None:
 
 def write_outputs(run_dir: Path, result: SweepReport) -> None:
     """best.yaml, sweep.json and sweep.png, written as the run's one writer."""
-    from nnxrl.run import lock as run_lock
-    from nnxrl.run import own_files
+    from nnxrl.store import lock as run_lock
+    from nnxrl.store import own_files
 
     own_files.refuse_links(run_dir, ("best.yaml", "sweep.json", "sweep.png"))
     with run_lock.hold(run_dir, "sweep-report"):
         if not result.config.sweep.pbt.interval:  # a PBT run's result is a schedule
             best = population.setting_config(result.config, result.best.setting)
-            config_lib.dump(best, run_dir / "best.yaml")
+            own_files.write_text(run_dir / "best.yaml", config_lib.saved_yaml(best))
         rows = [asdict(r) for r in result.results]
         summary = json.dumps({"metric": METRIC, "settings": rows}, indent=1)
         own_files.write_text(run_dir / "sweep.json", summary)

@@ -11,7 +11,7 @@ from typing import Any
 
 from nnxrl import config as config_lib
 from nnxrl.algos.hyperparams import STREAM_FIELDS
-from nnxrl.run import schedule
+from nnxrl.config import schedule
 from nnxrl.schema import traced_fields
 from nnxrl.sweeps import space
 from nnxrl.sweeps.pbt import ExploredKey, PBTStatic

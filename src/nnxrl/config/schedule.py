@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Protocol
 
-from nnxrl.run import hp_schedule
+from nnxrl.config import hp_schedule
 
 CHUNKS = 50  # updates_per_chunk unset: the largest divisor that gives at least this many
 
