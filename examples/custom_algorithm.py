@@ -23,20 +23,18 @@ setting = nnxrl.setting
 
 
 @dataclass(frozen=True)
-class A2CSettings:
-    """The ``a2c`` section of a config."""
+class A2CSettings(nnxrl.OnPolicySettings):
+    """The ``a2c`` section of a config: the skeleton's settings (rollout, epochs,
+    minibatches, optimiser), at A2C's defaults, and A2C's own."""
 
     num_steps: int = setting(16, "Rollout length per env per update.", low=1)
     num_epochs: int = setting(1, "Passes over each rollout (A2C: one).", low=1)
     num_minibatches: int = setting(1, "Gradient steps per pass (A2C: one).", low=1)
     learning_rate: float = setting(7e-4, "Adam step size.", low=0, low_open=True, traced=True)
-    anneal_lr: bool = setting(True, "Anneal the step size linearly to zero.")
-    adam_eps: float = setting(1e-5, "Adam epsilon.", low=0, low_open=True)
     gamma: float = setting(0.99, "Discount factor.", low=0, high=1, traced=True)
     gae_lambda: float = setting(1.0, "GAE lambda (1: n-step returns).", low=0, high=1, traced=True)
     ent_coef: float = setting(0.01, "Entropy bonus coefficient.", low=0, traced=True)
     vf_coef: float = setting(0.5, "Value loss coefficient.", low=0, traced=True)
-    max_grad_norm: float = setting(0.5, "Gradient-norm clip.", low=0, low_open=True, traced=True)
 
 
 def a2c_loss(params: Any, minibatch: Any, hp: Any, s: Any) -> tuple[jax.Array, dict]:

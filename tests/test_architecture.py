@@ -176,3 +176,27 @@ def test_every_place_the_architecture_page_names_exists():
     ]
     missing += [r for r in re.findall(r"`nnxrl\.(register_\w+)`", text) if r not in nnxrl.__all__]
     assert missing == []
+
+
+def test_the_cli_only_parses_and_calls_the_public_api():
+    """``cli/`` reads arguments, calls what ``import nnxrl`` exports and prints: beside
+    the config (reading one is parsing) and the checks of the paths it is given, it
+    imports no module of the library, and every ``nnxrl.<name>`` it calls is exported."""
+    import nnxrl
+
+    allowed = ("nnxrl.cli", "nnxrl.config", "nnxrl.errors", "nnxrl.progress", "nnxrl.version")
+    allowed += ("nnxrl.store.own_files",)
+    reaching, unexported = [], []
+    for module, imports in import_graph().items():
+        if module.startswith("nnxrl.cli"):
+            reaching += [
+                f"{module} -> {t}"
+                for t in sorted(imports)
+                if t != "nnxrl" and not t.startswith(allowed)
+            ]
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and getattr(node.value, "id", None) == "nnxrl":
+                if node.attr not in nnxrl.__all__:
+                    unexported.append(f"{path.name}:{node.lineno} nnxrl.{node.attr}")
+    assert reaching == [] and unexported == []

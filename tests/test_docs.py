@@ -12,7 +12,7 @@ import typing
 from pathlib import Path
 
 from nnxrl import config as config_lib
-from nnxrl.cli import build_parser
+from nnxrl.cli.parser import build_parser
 from nnxrl.config.reference import reference
 
 ROOT = Path(__file__).parents[1]

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import nnxrl
 from nnxrl.cli import main as cli
 
 ROOT = Path(__file__).parents[1]
@@ -138,6 +139,38 @@ def test_an_algorithm_not_registered_is_named_with_the_way_to_register_it(
     typo = ["train", "examples/a2c-cartpole.yaml", "--set", "a2c.num_stepz=8"]
     assert cli(A2C + typo + ["--out", str(tmp_path / "b")]) == 2
     assert "did you mean a2c.num_steps?" in capsys.readouterr().err
+
+
+def test_the_skeletons_settings_are_the_skeletons_and_other_shapes_need_none(monkeypatch):
+    """On-policy pieces need settings that subclass ``nnxrl.OnPolicySettings`` (the
+    skeleton's rollout, epochs, minibatches, optimiser, declared once); an algorithm
+    of its own shape declares only what it reads and ``num_steps``, and a config of it
+    is read without the skeleton's minibatch checks."""
+    from dataclasses import dataclass
+
+    from nnxrl.algos import registry
+
+    @dataclass(frozen=True)
+    class Plain:
+        num_steps: int = nnxrl.setting(1, "Env steps per env of an update.", low=1)
+        tau: float = nnxrl.setting(0.005, "Polyak step.", low=0, high=1, traced=True)
+
+    with pytest.raises(TypeError, match="Plain must subclass nnxrl.OnPolicySettings"):
+        nnxrl.register_algorithm("plain", Plain, nnxrl.actor_critic(lambda *a: None))
+
+    @dataclass(frozen=True)
+    class NoSteps:
+        tau: float = nnxrl.setting(0.005, "Polyak step.")
+
+    with pytest.raises(TypeError, match="NoSteps lacks num_steps"):
+        nnxrl.register_algorithm("nosteps", NoSteps, lambda *a, **k: None)
+    monkeypatch.setattr(registry, "_ALGORITHMS", dict(registry._ALGORITHMS))
+    nnxrl.register_algorithm("plain", Plain, lambda *a, **k: None, head="q")
+    config = nnxrl.config_from_dict(
+        {"algo": "plain", "env": {"id": "CartPole-v1", "num_envs": 3}, "plain": {"tau": 0.01}}
+    )
+    assert config.plain == Plain(tau=0.01)
+    assert [k for k in nnxrl.config.traced_keys(config) if k.startswith("plain.")] == ["plain.tau"]
 
 
 HEAD = ["--plugin", "examples/custom_head.py"]

@@ -7,6 +7,11 @@ The public Python API (docs/python-api.md); each name is imported when first rea
 - training: ``train(config, out_dir=None)`` -> ``RunResult`` (final params per seed,
   the metric history as arrays, the run directory if any); a sweep of several
   programs (``sweep.allow_recompile``): ``train_groups`` -> a RunResult per group;
+  before it, ``prepare(config)`` (JAX started as the mesh says, the env, action space
+  and add-on checked), ``fresh_run_dir(path)`` (a new run's directory, checked),
+  ``dry_run(config)`` -> a ``DryRun`` per program (compiled, nothing trained);
+  ``is_main_process()`` (print from one process of many), ``env_suites()``,
+  ``mlflow_ui_instructions(run_dir)``;
 - environments: ``make_env(config.env)``, ``register_env(id, factory)``,
   ``from_single(...)`` (your own single-env JAX functions as a batched env);
 - add-ons: ``register_addon(name, Options, factory)`` (options declared with
@@ -16,7 +21,9 @@ The public Python API (docs/python-api.md); each name is imported when first rea
   from it): ``register_head(name, acting, builds=, describe=)`` (``nnxrl.networks.heads``);
 - algorithms: ``register_algorithm(name, Settings, algorithm, discrete_only=)``
   (``nnxrl.algos.registry``), where ``algorithm`` is the on-policy skeleton's pieces
-  (``OnPolicy``; ``actor_critic(loss)`` gives an actor-critic's, whose loss reads
+  (``OnPolicy``, with settings subclassing ``OnPolicySettings``, the skeleton's
+  rollout, epochs, minibatches and optimiser; ``actor_critic(loss)`` gives an
+  actor-critic's, whose loss reads
   ``policy_and_value(params, minibatch, s)``: ``examples/custom_algorithm.py``) or
   a ``make`` of its own; ``make_on_policy(pieces, settings, env, run)`` builds one;
 - your own loop: ``make_algorithm(config, env, addon)`` gives ``init(key)`` and
@@ -53,6 +60,7 @@ _EXPORTS = {
     "make_on_policy": "nnxrl.algos.on_policy",
     "actor_critic": "nnxrl.algos.actor_critic",
     "policy_and_value": "nnxrl.algos.actor_critic",
+    "OnPolicySettings": "nnxrl.algos.settings",
     "PPOSettings": "nnxrl.algos.settings",
     "PQNSettings": "nnxrl.algos.settings",
     "RewardStreams": "nnxrl.algos.settings",
@@ -62,6 +70,13 @@ _EXPORTS = {
     "config_from_dict": "nnxrl.config:from_dict",
     "load_config": "nnxrl.config:load",
     "use_cpu_devices": "nnxrl.parallel.devices",
+    "is_main_process": "nnxrl.parallel.devices",
+    "prepare": "nnxrl.run.training",
+    "fresh_run_dir": "nnxrl.run.run_dir",
+    "dry_run": "nnxrl.run.dry_run",
+    "DryRun": "nnxrl.run.dry_run",
+    "mlflow_ui_instructions": "nnxrl.logging.mlflow_tracker:ui_instructions",
+    "env_suites": "nnxrl.envs.suites",
     "EnvSpec": "nnxrl.envs",
     "EnvStep": "nnxrl.envs",
     "VecEnv": "nnxrl.envs",
@@ -105,7 +120,13 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.algos.ppo import make_ppo
     from nnxrl.algos.pqn import make_pqn
     from nnxrl.algos.registry import register_algorithm
-    from nnxrl.algos.settings import PPOSettings, PQNSettings, RewardStreams, RunFacts
+    from nnxrl.algos.settings import (
+        OnPolicySettings,
+        PPOSettings,
+        PQNSettings,
+        RewardStreams,
+        RunFacts,
+    )
     from nnxrl.analysis.comparison import Comparison, compare
     from nnxrl.analysis.plots import plot_runs as plot
     from nnxrl.analysis.sweep_report import report as sweep_report
@@ -113,16 +134,20 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.config import from_dict as config_from_dict
     from nnxrl.config import load as load_config
     from nnxrl.envs import EnvSpec, EnvStep, VecEnv, from_single, make_env, register_env
+    from nnxrl.envs.suites import env_suites
     from nnxrl.errors import ConfigError
     from nnxrl.intrinsic import Addon, AddonContext, Experience, addon_for
     from nnxrl.intrinsic import register as register_addon
+    from nnxrl.logging.mlflow_tracker import ui_instructions as mlflow_ui_instructions
     from nnxrl.networks.heads import register_head
     from nnxrl.networks.registry import register_network
-    from nnxrl.parallel.devices import use_cpu_devices
+    from nnxrl.parallel.devices import is_main_process, use_cpu_devices
     from nnxrl.run.algorithms import hyperparams_from, make_algorithm
     from nnxrl.run.chunk import train_chunk
+    from nnxrl.run.dry_run import DryRun, dry_run
     from nnxrl.run.groups import train_groups
-    from nnxrl.run.training import RunResult, train
+    from nnxrl.run.run_dir import fresh_run_dir
+    from nnxrl.run.training import RunResult, prepare, train
     from nnxrl.schema import setting
 
 
@@ -134,6 +159,13 @@ __version__ = _installed_version()
 
 __all__ = [
     "use_cpu_devices",
+    "is_main_process",
+    "prepare",
+    "fresh_run_dir",
+    "dry_run",
+    "DryRun",
+    "mlflow_ui_instructions",
+    "env_suites",
     "Addon",
     "AddonContext",
     "Config",
@@ -141,6 +173,7 @@ __all__ = [
     "EnvSpec",
     "EnvStep",
     "Experience",
+    "OnPolicySettings",
     "PPOSettings",
     "PQNSettings",
     "RewardStreams",

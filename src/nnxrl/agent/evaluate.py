@@ -60,7 +60,8 @@ def evaluate(
 ) -> Evaluation:
     """Play the first episode of ``episodes`` fresh envs per seed with ``policy``
     (a ``load_policy`` or ``policy_from_checkpoint``), sampled or ``greedy``, from
-    PRNG seed ``key``; ``progress`` gets the episodes done after each batch;
+    PRNG seed ``key``; ``progress`` gets the episodes done after each batch, when
+    they are played in several (more than ``MAX_ENVS_AT_ONCE``);
     ``fast_compile`` as the config key of that name (a shorter compile, a slower play)."""
     results = play_first_episodes(
         policy, episodes, greedy, jax.random.key(key), progress=progress, fast=fast_compile
@@ -114,14 +115,15 @@ def play_first_episodes(
     achievements [S, N, A] (Craftax). Played in batches of at most
     ``MAX_ENVS_AT_ONCE`` envs (batch b from ``fold_in(key, b)``; one batch from ``key``
     itself), each batch one compiled program (``fast``: compiled as ``fast_compile``
-    runs' are); ``progress`` gets the episodes done so far after each batch."""
+    runs' are); ``progress`` gets the episodes done so far after each batch, when
+    there are several."""
     size = min(num_episodes, MAX_ENVS_AT_ONCE)
     batches = -(-num_episodes // size)
     play = batch_player(policy, size, greedy, max_steps, fast)
     parts = []
     for b in range(batches):
         parts.append(play(key if batches == 1 else jax.random.fold_in(key, b)))
-        if progress is not None:
+        if progress is not None and batches > 1:
             progress(min((b + 1) * size, num_episodes))
     return {k: np.concatenate([p[k] for p in parts], axis=1)[:, :num_episodes] for k in parts[0]}
 

@@ -45,7 +45,7 @@ from nnxrl.algos.initial_state import initial_run_state
 from nnxrl.algos.intrinsic_streams import to_experience
 from nnxrl.algos.normalization import init_normalizer, observe, scale_rewards, update_obs
 from nnxrl.algos.return_window import ReturnWindow, record_episodes, window_metrics
-from nnxrl.algos.settings import RewardStreams, RunFacts
+from nnxrl.algos.settings import OnPolicySettings, RewardStreams, RunFacts
 from nnxrl.envs import VecEnv
 from nnxrl.envs.base import legal_actions
 from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
@@ -116,23 +116,13 @@ class Transition(NamedTuple):
     record: dict[str, Any]  # what the algorithm's ``act`` kept (PPO: log_prob, legal)
 
 
-# Optional settings the skeleton reads where an algorithm's settings declare them
-OPTIONAL = {
-    "optimizer": "adam",  # nnxrl.optim's direction: 'adam' or 'radam'
-    "normalize_obs": False,  # algos/normalization.py
-    "normalize_reward": False,
-    "obs_clip": 10.0,
-    "reward_clip": 10.0,
-}
-
-
 @dataclass(frozen=True)
 class OnPolicyStatic:
     """Everything fixed for a run (shapes, counts, flags, the env, the network's
     structure, the add-on, the optimiser), the algorithm's settings and pieces."""
 
     pieces: OnPolicy
-    settings: Any  # the algorithm's settings dataclass (read its untraced options)
+    settings: OnPolicySettings  # the algorithm's (read its untraced options)
     env: VecEnv
     network: NetworkSettings  # what init builds
     graphdef: Any  # the network's structure; params travel in the RunState
@@ -381,17 +371,17 @@ def init(key: jax.Array, *, s: OnPolicyStatic) -> RunState:
 
 def make_on_policy(
     pieces: OnPolicy,
-    settings: Any,
+    settings: OnPolicySettings,
     env: VecEnv,
     run: RunFacts,
     network: NetworkSettings | None = None,
     addon: Addon | None = None,
     streams: RewardStreams | None = None,
 ) -> Algorithm:
-    """Bind an algorithm's ``pieces`` and ``settings`` (``num_steps``, ``num_epochs``,
-    ``num_minibatches``, ``anneal_lr``, ``adam_eps``, and any of ``OPTIONAL``), the
-    network's (default ``NetworkSettings()``), the add-on (default: no bonus) and its
-    reward streams (default: one) onto the skeleton; returns init and update."""
+    """Bind an algorithm's ``pieces`` and ``settings`` (an ``OnPolicySettings``: the
+    skeleton's, and the algorithm's own its pieces read), the network's (default
+    ``NetworkSettings()``), the add-on (default: no bonus) and its reward streams
+    (default: one) onto the skeleton; returns init and update."""
     s = bind_static(pieces, settings, env, run, network, addon, streams)
     return Algorithm(
         init=partial(init, s=s), update=partial(train_update, s=s), graphdef=s.graphdef
@@ -400,7 +390,7 @@ def make_on_policy(
 
 def bind_static(
     pieces: OnPolicy,
-    settings: Any,
+    settings: OnPolicySettings,
     env: VecEnv,
     run: RunFacts,
     network: NetworkSettings | None,
@@ -417,7 +407,6 @@ def bind_static(
     graphdef, _ = nnx.split(shapes)
     total_steps = run.num_updates * settings.num_epochs * settings.num_minibatches
     lr_schedule = linear_decay(total_steps) if settings.anneal_lr else constant_one
-    options = {name: getattr(settings, name, default) for name, default in OPTIONAL.items()}
     return OnPolicyStatic(
         pieces=pieces,
         settings=settings,
@@ -425,7 +414,7 @@ def bind_static(
         network=network,
         graphdef=graphdef,
         addon=addon,
-        tx=make_optimizer(settings.adam_eps, lr_schedule, direction=options.pop("optimizer")),
+        tx=make_optimizer(settings.adam_eps, lr_schedule, direction=settings.optimizer),
         lr_schedule=lr_schedule,
         num_updates=run.num_updates,
         num_steps=settings.num_steps,
@@ -437,5 +426,8 @@ def bind_static(
         shuffle_groups=run.shuffle_groups,
         achievement_names=env.spec.achievement_names,
         return_window=run.return_window,
-        **options,
+        normalize_obs=settings.normalize_obs,
+        normalize_reward=settings.normalize_reward,
+        obs_clip=settings.obs_clip,
+        reward_clip=settings.reward_clip,
     )

@@ -5,13 +5,12 @@ needs discrete actions. PPO and PQN are registered below as a user's algorithm
 would be (``examples/custom_algorithm.py``); their code is imported only when one is
 built, so that a config is read and checked without JAX.
 
-An algorithm's settings are a frozen dataclass of ``nnxrl.setting`` fields. Besides
-its own keys, every algorithm has the on-policy skeleton's (``algos/on_policy.py``):
-``num_steps``, ``num_epochs``, ``num_minibatches``, ``anneal_lr`` and ``adam_eps``,
-and the traced ``learning_rate`` and ``max_grad_norm`` the shared optimiser reads;
-it may declare the skeleton's optional ``optimizer``, ``normalize_obs``,
-``normalize_reward``, ``obs_clip`` and ``reward_clip`` (``on_policy.OPTIONAL``).
-Fields declared ``traced`` are its hyperparameters (``algos/hyperparams.py``).
+An algorithm's settings are a frozen dataclass of ``nnxrl.setting`` fields; those
+declared ``traced`` are its hyperparameters (``algos/hyperparams.py``). An on-policy
+algorithm's subclass the skeleton's (``OnPolicySettings``: the rollout, epochs,
+minibatches, optimiser, normalisation) and add their own; an algorithm of its own
+shape declares what it reads, and ``num_steps``, the env steps per env of one update,
+by which the run divides its budget (``config/schedule.py``).
 """
 
 from __future__ import annotations
@@ -22,13 +21,10 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from nnxrl.algos.hyperparams import hyperparams_type
-from nnxrl.algos.settings import PPOSettings, PQNSettings
+from nnxrl.algos.settings import OnPolicySettings, PPOSettings, PQNSettings
 from nnxrl.lazy import imported
-from nnxrl.schema import traced_fields, unknown_name
+from nnxrl.schema import unknown_name
 
-# What the skeleton reads of every algorithm's settings (untraced, then traced)
-REQUIRED = ("num_steps", "num_epochs", "num_minibatches", "anneal_lr", "adam_eps")
-REQUIRED_TRACED = ("learning_rate", "max_grad_norm")
 REGISTER = "register more with nnxrl.register_algorithm in a file given to --plugin"
 
 # (settings, env, run facts, network=, addon=, streams=) -> an object with init,
@@ -66,15 +62,16 @@ def register_algorithm(
     ``head``). Registering a name again replaces it (a plugin may be loaded twice)."""
     if not (dataclasses.is_dataclass(settings) and isinstance(settings, type)):
         raise TypeError(f"register_algorithm({name!r}): settings must be a dataclass class")
-    fields = {f.name for f in dataclasses.fields(settings)}
-    missing = [k for k in REQUIRED + REQUIRED_TRACED if k not in fields]
-    untraced = [k for k in REQUIRED_TRACED if k in fields and k not in traced_fields(settings)]
-    if missing or untraced:
+    if not callable(algorithm) and not issubclass(settings, OnPolicySettings):
         raise TypeError(
-            f"register_algorithm({name!r}): {settings.__name__} lacks "
-            f"{', '.join(missing) or 'nothing'} and must declare "
-            f"{', '.join(untraced) or 'them'} traced; every algorithm has the skeleton's "
-            f"{', '.join(REQUIRED)} and the traced {', '.join(REQUIRED_TRACED)}"
+            f"register_algorithm({name!r}): {settings.__name__} must subclass "
+            "nnxrl.OnPolicySettings, the on-policy skeleton's settings (its rollout, epochs, "
+            "minibatches, optimiser), to be built from on-policy pieces"
+        )
+    if "num_steps" not in {f.name for f in dataclasses.fields(settings)}:
+        raise TypeError(
+            f"register_algorithm({name!r}): {settings.__name__} lacks num_steps, the env "
+            "steps per env of one update, by which the run divides total_env_steps"
         )
     if not callable(algorithm):  # the skeleton's pieces
         head, algorithm = algorithm.head, partial(on_policy_make, algorithm)

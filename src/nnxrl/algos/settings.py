@@ -42,15 +42,20 @@ class RewardStreams:
 
 
 @dataclass(frozen=True)
-class PPOSettings:
-    """PPO's own settings (the ``ppo`` section of a config)."""
+class OnPolicySettings:
+    """The on-policy skeleton's settings (``algos/on_policy.py``), which every on-policy
+    algorithm's section holds: the rollout, the epochs of minibatch steps, the one
+    optimiser (``optim.py``) and the normalisation of observations and rewards. An
+    algorithm's settings subclass this and declare only what is their own, or a
+    default they change (PPO's are these; A2C's: 16 steps, one epoch, one minibatch).
+    The traced ``learning_rate`` and ``max_grad_norm`` enter the program as values."""
 
     num_steps: int = setting(128, "Rollout length per env per update.", low=1)
     num_epochs: int = setting(4, "Passes over each rollout batch.", low=1, high=1000)
     num_minibatches: int = setting(4, "Minibatches per epoch.", low=1)
     learning_rate: float = setting(
         2.5e-4,
-        "Adam step size (start of the schedule).",
+        "Optimiser step size (start of the schedule).",
         low=0,
         low_open=True,
         traced=True,
@@ -58,21 +63,12 @@ class PPOSettings:
     anneal_lr: bool = setting(
         True, "Anneal the step size linearly to exactly zero on the last optimiser step."
     )
-    adam_eps: float = setting(1e-5, "Adam epsilon.", low=0, low_open=True)
-    gamma: float = setting(0.99, "Discount factor.", low=0, high=1, traced=True)
-    gae_lambda: float = setting(0.95, "GAE lambda.", low=0, high=1, traced=True)
-    clip_eps: float = setting(0.2, "Policy-ratio clip epsilon.", low=0, traced=True)
-    clip_value: bool = setting(True, "Clip the value loss around the rollout's values.")
-    value_clip_eps: float = setting(
-        0.2, "Value clip range (used when clip_value).", low=0, traced=True
+    optimizer: Literal["adam", "radam"] = setting(
+        "adam", "Update direction after the gradient clip: Adam or RAdam."
     )
-    ent_coef: float = setting(0.01, "Entropy bonus coefficient.", low=0, traced=True)
-    vf_coef: float = setting(0.5, "Value loss coefficient.", low=0, traced=True)
+    adam_eps: float = setting(1e-5, "(R)Adam epsilon.", low=0, low_open=True)
     max_grad_norm: float = setting(
         0.5, "Global gradient-norm clip.", low=0, low_open=True, traced=True
-    )
-    advantage_normalization: Literal["minibatch", "batch", "none"] = setting(
-        "minibatch", "Where advantages are normalised to zero mean, unit std."
     )
     normalize_obs: bool = setting(
         False,
@@ -91,11 +87,30 @@ class PPOSettings:
 
 
 @dataclass(frozen=True)
-class PQNSettings:
-    """PQN's own settings (the ``pqn`` section of a config)."""
+class PPOSettings(OnPolicySettings):
+    """PPO's settings (the ``ppo`` section of a config): the skeleton's, at its
+    defaults, and PPO's own."""
+
+    gamma: float = setting(0.99, "Discount factor.", low=0, high=1, traced=True)
+    gae_lambda: float = setting(0.95, "GAE lambda.", low=0, high=1, traced=True)
+    clip_eps: float = setting(0.2, "Policy-ratio clip epsilon.", low=0, traced=True)
+    clip_value: bool = setting(True, "Clip the value loss around the rollout's values.")
+    value_clip_eps: float = setting(
+        0.2, "Value clip range (used when clip_value).", low=0, traced=True
+    )
+    ent_coef: float = setting(0.01, "Entropy bonus coefficient.", low=0, traced=True)
+    vf_coef: float = setting(0.5, "Value loss coefficient.", low=0, traced=True)
+    advantage_normalization: Literal["minibatch", "batch", "none"] = setting(
+        "minibatch", "Where advantages are normalised to zero mean, unit std."
+    )
+
+
+@dataclass(frozen=True)
+class PQNSettings(OnPolicySettings):
+    """PQN's settings (the ``pqn`` section of a config): the skeleton's, with the
+    defaults PQN changes, and PQN's own."""
 
     num_steps: int = setting(64, "Rollout length per env per update.", low=1)
-    num_epochs: int = setting(4, "Passes over each rollout batch.", low=1, high=1000)
     num_minibatches: int = setting(16, "Minibatches per epoch.", low=1)
     learning_rate: float = setting(
         1e-4,
@@ -104,11 +119,8 @@ class PQNSettings:
         low_open=True,
         traced=True,
     )
-    anneal_lr: bool = setting(
-        True, "Anneal the step size linearly to exactly zero on the last optimiser step."
-    )
-    optimizer: Literal["radam", "adam"] = setting(
-        "radam", "Update direction: RAdam (the paper's) or Adam, after the gradient clip."
+    optimizer: Literal["adam", "radam"] = setting(
+        "radam", "Update direction after the gradient clip: RAdam (the paper's) or Adam."
     )
     adam_eps: float = setting(1e-8, "(R)Adam epsilon.", low=0, low_open=True)
     max_grad_norm: float = setting(

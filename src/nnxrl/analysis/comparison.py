@@ -62,6 +62,10 @@ class Comparison:
     curves: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
+    def markdown(self) -> str:
+        """The comparison as Markdown tables (what ``nnxrl compare`` prints)."""
+        return markdown(self)
+
     def as_json(self) -> dict:
         return {
             "methods": self.methods,

@@ -46,8 +46,8 @@ def plot_runs(
     suffix). ``labels``: one legend entry per curve (default: the run's name, a sweep
     setting's values); ``title``: the figure's (default: env, algorithm, seeds, what
     line and band show). A band from fewer than MIN_SEEDS seeds is said to be so under
-    the title. Returns what was drawn: title, labels (one per run) and ylabels (one
-    per panel)."""
+    the title. Returns what was drawn: title, metrics, labels (one per run) and
+    ylabels (one per panel)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -76,7 +76,8 @@ def plot_runs(
     fig.tight_layout()
     fig.savefig(Path(out), dpi=120, bbox_inches="tight")  # nothing clipped
     plt.close(fig)
-    return {"title": title, "caveat": caveat, "labels": drawn, "ylabels": ylabels, "curves": curves}
+    drawn_metrics = {"metrics": metrics, "labels": drawn, "ylabels": ylabels, "curves": curves}
+    return {"title": title, "caveat": caveat, **drawn_metrics}
 
 
 def legend_names(runs: Sequence[Run], labels: Sequence[str] | None) -> list[str]:

@@ -92,18 +92,3 @@ def last_defined(curve: np.ndarray) -> np.ndarray:
         if finite.size:
             out[s] = row[finite[-1]]
     return out
-
-
-def parse_range(text: str) -> tuple[str, tuple[float, float]]:
-    """``ENV=LOW:HIGH`` -> (env, (low, high)), with a message naming what is wrong."""
-    env, sep, bounds = text.partition("=")
-    low, colon, high = bounds.partition(":")
-    try:
-        pair = (float(low), float(high))
-    except ValueError:
-        pair = None
-    if not (sep and colon and env and pair and math.isfinite(sum(pair)) and pair[0] < pair[1]):
-        raise ValueError(
-            f"--range {text!r}: expected ENV=LOW:HIGH with LOW < HIGH, e.g. Asterix-MinAtar=0:100"
-        )
-    return env, pair

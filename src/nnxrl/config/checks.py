@@ -12,6 +12,7 @@ from typing import Any
 
 from nnxrl import schema
 from nnxrl.algos.registry import algorithm, algorithm_settings
+from nnxrl.algos.settings import OnPolicySettings
 from nnxrl.config import hp_schedule, schedule
 from nnxrl.config.sections import (
     MAX_BATCH,
@@ -36,18 +37,8 @@ def validate(config: Config) -> Config:
             f"env.reset_ratio: {env.reset_ratio} does not divide env.num_envs={env.num_envs}; "
             "choose a divisor of num_envs"
         )
-    if batch % algo.num_minibatches:
-        raise ConfigError(
-            f"{name}.num_minibatches: {algo.num_minibatches} does not divide the batch of "
-            f"env.num_envs * {name}.num_steps = {env.num_envs} * {algo.num_steps} = "
-            f"{batch} transitions; choose a divisor of {batch}"
-        )
-    if network_kind(config.network.kind).sequences and env.num_envs % algo.num_minibatches:
-        raise ConfigError(
-            f"{name}.num_minibatches: {algo.num_minibatches} does not divide env.num_envs="
-            f"{env.num_envs}; a recurrent network trains on minibatches of whole env "
-            "sequences, so choose a divisor of num_envs"
-        )
+    if isinstance(algo, OnPolicySettings):
+        _validate_minibatches(config, batch)
     if batch > MAX_BATCH:
         raise ConfigError(
             f"env.num_envs: {env.num_envs} envs x {name}.num_steps={algo.num_steps} make a "
@@ -65,6 +56,24 @@ def validate(config: Config) -> Config:
     _validate_sweep(config)
     _validate_mesh(config)
     return config
+
+
+def _validate_minibatches(config: Config, batch: int) -> None:
+    """An on-policy algorithm's minibatches split its batch (a recurrent network's:
+    its envs, as minibatches of whole env sequences)."""
+    env, algo, name = config.env, config.algo_config, config.algo
+    if batch % algo.num_minibatches:
+        raise ConfigError(
+            f"{name}.num_minibatches: {algo.num_minibatches} does not divide the batch of "
+            f"env.num_envs * {name}.num_steps = {env.num_envs} * {algo.num_steps} = "
+            f"{batch} transitions; choose a divisor of {batch}"
+        )
+    if network_kind(config.network.kind).sequences and env.num_envs % algo.num_minibatches:
+        raise ConfigError(
+            f"{name}.num_minibatches: {algo.num_minibatches} does not divide env.num_envs="
+            f"{env.num_envs}; a recurrent network trains on minibatches of whole env "
+            "sequences, so choose a divisor of num_envs"
+        )
 
 
 def _validate_schedule(config: Config) -> None:
@@ -264,7 +273,7 @@ def env_split_problem(config: Config, shards: int) -> str:
     env, algo, name = config.env, config.algo_config, config.algo
     if env.num_envs % shards:
         return f"does not divide env.num_envs={env.num_envs}; choose a divisor"
-    if config.mesh.invariant:
+    if config.mesh.invariant or not isinstance(algo, OnPolicySettings):
         return ""
     per_device = env.num_envs // shards
     if network_kind(config.network.kind).sequences and per_device % algo.num_minibatches:
@@ -336,7 +345,7 @@ def _validate_action_space(config: Config) -> None:
 def _validate_intrinsic(config: Config) -> None:
     """The add-on's minibatch split (its name and options are ``check_parts``')."""
     intrinsic = config.intrinsic
-    num_minibatches = intrinsic.num_minibatches or config.algo_config.num_minibatches
+    num_minibatches = intrinsic.num_minibatches or schedule.minibatches(config)
     if intrinsic.addon != "none" and config.env.num_envs % num_minibatches:
         source = "intrinsic" if intrinsic.num_minibatches else f"{config.algo} (used by intrinsic)"
         raise ConfigError(

@@ -1,7 +1,8 @@
 """The population a run trains: its settings (one, or a sweep's), each config, the
 members (settings x seeds: member m is seed m % num_seeds of setting
 m // num_seeds), and, for population-based training, what its steps need
-(``pbt_static``)."""
+(``pbt_static``); a sweep over untraced keys as groups of settings, one program each
+(``group_configs``)."""
 
 from __future__ import annotations
 
@@ -88,3 +89,22 @@ def explored_key(config: config_lib.Config, key: str) -> ExploredKey:
         return ExploredKey(key, field, low, high, grid=grid)
     ((kind, args),) = sweep.random[key].items()
     return ExploredKey(key, field, low, high, distribution=(kind, tuple(map(space.plain, args))))
+
+
+def needs_groups(config: config_lib.Config) -> bool:
+    """Whether the sweep's settings differ in untraced keys (several programs)."""
+    return config.is_sweep and len(space.groups(config.sweep, config_lib.traced_keys(config))) > 1
+
+
+def group_configs(config: config_lib.Config) -> list[tuple[dict, config_lib.Config]]:
+    """(untraced values, config) of every group, in order of its first setting."""
+    out = []
+    for values in space.groups(config.sweep, config_lib.traced_keys(config)):
+        only = {**config.sweep.only, **values}
+        out.append(
+            (
+                values,
+                dataclasses.replace(config, sweep=dataclasses.replace(config.sweep, only=only)),
+            )
+        )
+    return out

@@ -33,6 +33,12 @@ def batch_size(config: Scheduled) -> int:
     return config.env.num_envs * config.algo_config.num_steps
 
 
+def minibatches(config: Scheduled) -> int:
+    """The algorithm's minibatches per epoch (one where its settings have none): the
+    split an add-on's own epochs default to (``intrinsic.num_minibatches``)."""
+    return getattr(config.algo_config, "num_minibatches", 1)
+
+
 def num_updates(config: Scheduled) -> int:
     """total_env_steps // batch_size (the steps of a last partial batch are not taken)."""
     return config.total_env_steps // batch_size(config)

@@ -65,6 +65,12 @@ SUITES = (
 )
 
 
+def env_suites() -> tuple[Suite, ...]:
+    """The env suites reached by an id's prefix (``PREFIX:NAME``), each an optional
+    extra: its name, prefix, an example id and whether it is installed."""
+    return SUITES
+
+
 def suite_of(env_id: str) -> Suite | None:
     """The suite whose prefix ``env_id`` has (None: none of them)."""
     return next((s for s in SUITES if env_id.startswith(s.prefix)), None)

@@ -5,11 +5,10 @@ and TensorBoard series are thinned out."""
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 from pathlib import Path
 
-from nnxrl.version import version
+from nnxrl.version import git_commit, version
 
 
 def run_tags(config, out_dir: Path | None) -> dict[str, str]:
@@ -36,18 +35,6 @@ def command_line() -> str:
     """How this process was started, e.g. 'nnxrl train ppo-cartpole'."""
     program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
     return " ".join([program, *sys.argv[1:]])[:500]
-
-
-def git_commit() -> str | None:
-    """The HEAD commit of the git repository around the working directory, or None."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    commit = done.stdout.strip()
-    return commit if done.returncode == 0 and len(commit) == 40 else None
 
 
 def logged_updates(num_updates: int, points: int) -> int:

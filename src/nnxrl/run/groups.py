@@ -26,26 +26,7 @@ from nnxrl.run.training import RunResult, run_training
 from nnxrl.schema import describe_values
 from nnxrl.store import checkpoint
 from nnxrl.store import lock as run_lock
-from nnxrl.sweeps.space import groups, untraced_keys
-
-
-def needs_groups(config: config_lib.Config) -> bool:
-    """Whether the sweep's settings differ in untraced keys (several programs)."""
-    return config.is_sweep and len(groups(config.sweep, config_lib.traced_keys(config))) > 1
-
-
-def group_configs(config: config_lib.Config) -> list[tuple[dict, config_lib.Config]]:
-    """(untraced values, config) of every group, in order of its first setting."""
-    out = []
-    for values in groups(config.sweep, config_lib.traced_keys(config)):
-        only = {**config.sweep.only, **values}
-        out.append(
-            (
-                values,
-                dataclasses.replace(config, sweep=dataclasses.replace(config.sweep, only=only)),
-            )
-        )
-    return out
+from nnxrl.sweeps.space import untraced_keys
 
 
 def train_groups(
@@ -57,7 +38,7 @@ def train_groups(
     stop_after: int | None = None,
     extra_backends: tuple = (),
 ) -> list[RunResult]:
-    """Train a sweep of several programs (``needs_groups``), the groups one after
+    """Train a sweep of several programs (``population.needs_groups``), the groups one after
     another (see the module docstring); returns the RunResult of each group trained
     now (a resumed sweep skips finished groups). Ends early by raising as
     ``nnxrl.train`` does (Ctrl-C: the stopped group resumes with the rest)."""
@@ -80,7 +61,7 @@ def train_parts(
     extra_backends: tuple,
 ) -> list[Any]:
     """``train_groups`` once the sweep's directory is prepared (and locked)."""
-    parts = sharing_a_store(group_configs(config), config, out_dir)
+    parts = sharing_a_store(population.group_configs(config), config, out_dir)
     say = not quiet and is_main_process()
     if say:
         keys = ", ".join(untraced_keys(config.sweep, config_lib.traced_keys(config)))

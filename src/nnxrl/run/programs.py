@@ -313,7 +313,7 @@ class BuiltAlgorithm:
 def build_algorithm(config: config_lib.Config) -> BuiltAlgorithm:
     """The env, the add-on and the algorithm ``config`` names, bound together."""
     env = make_env(config.env)
-    addon = addon_for(config, env.spec, config.algo_config.num_minibatches)
+    addon = addon_for(config, env.spec, schedule.minibatches(config))
     algo = make_algorithm(config, env, addon, shuffle_groups(config))
     return BuiltAlgorithm(algo.init, algo.update, env.spec)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,10 +23,10 @@ from nnxrl.config import population, schedule
 from nnxrl.errors import NonFiniteError, StorageError
 from nnxrl.logging import members_of
 from nnxrl.logging.jsonl import RECORD_FILES, RecordOrder, records_in_order, truncate_after
-from nnxrl.logging.run_info import git_commit
 from nnxrl.store import checkpoint, own_files
+from nnxrl.store import lock as run_lock
 from nnxrl.store.own_files import ensure_writable_dir
-from nnxrl.version import version
+from nnxrl.version import git_commit, version
 
 NONFINITE_FILE = "nonfinite.json"  # written when a NaN/inf stopped the run
 RUN_FILE = "run.json"  # the config a run started with, which a resume must match
@@ -42,9 +41,15 @@ class StartPoint:
     mlflow_run_id: str | None
 
 
-def default_out_dir(config_path: str | Path) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{Path(config_path).stem}-{stamp}"
+def fresh_run_dir(path: str | Path, what: str = "out_dir") -> Path:
+    """A directory for a fresh run, checked before anything starts: created if need
+    be, writable, no symbolic link where the run's files go, and holding no run (under
+    the run's lock); each refusal names ``what`` (the CLI's ``--out``)."""
+    out_dir = ensure_writable_dir(path, what)
+    own_files.refuse_links(out_dir)
+    with run_lock.hold(out_dir):
+        refuse_a_run(out_dir, what)
+    return out_dir
 
 
 def holds_run(out_dir: Path) -> bool:
@@ -54,11 +59,11 @@ def holds_run(out_dir: Path) -> bool:
     return has_records or bool(checkpoint.available(out_dir))
 
 
-def refuse_a_run(out_dir: Path) -> None:
-    """A fresh run's ``--out`` must not hold a run already."""
+def refuse_a_run(out_dir: Path, what: str = "--out") -> None:
+    """A fresh run's directory must not hold a run already."""
     if holds_run(out_dir):
         raise config_lib.ConfigError(
-            f"--out: {out_dir} already holds a run; continue it with "
+            f"{what}: {out_dir} already holds a run; continue it with "
             f"`nnxrl train --resume {out_dir}` or choose another directory"
         )
 
