@@ -1,7 +1,11 @@
 """The config schema machinery: typed fields with docs and bounds, checked building
 of frozen dataclasses from plain data, safe YAML parsing, and errors that name the key.
 
-A leaf module (it imports nothing from nnxrl), so that the config classes, the env
+A section checks what lies between its own keys where it is defined: a
+``check_section(where)`` method, which ``build`` runs on the section it built (the
+checks that span sections are the config's, ``config/checks.py``).
+
+A leaf module (it imports nothing from nnxrl but its errors), so that the config classes, the env
 registry and the add-on registry can all declare and check their options with it
 without importing each other.
 """
@@ -244,7 +248,10 @@ def build(cls: type, data: Mapping[str, Any], prefix: str = "") -> Any:
             kwargs[f.name] = _build_section(tp, value, prefix, name)
         else:
             kwargs[f.name] = _coerce(f"{prefix}{name}", value, tp, f.metadata)
-    return cls(**kwargs)
+    built = cls(**kwargs)
+    if hasattr(built, "check_section"):  # a section's checks between its own keys
+        built.check_section(prefix.rstrip(".") or "config")
+    return built
 
 
 def _keys(cls: type, data: Mapping[str, Any], prefix: str) -> tuple[dict, dict]:

@@ -32,11 +32,6 @@ def validate(config: Config) -> Config:
     env, algo, name = config.env, config.algo_config, config.algo
     batch = schedule.batch_size(config)
     check_network(config.network, algorithm(name).head)
-    if env.num_envs % env.reset_ratio:
-        raise ConfigError(
-            f"env.reset_ratio: {env.reset_ratio} does not divide env.num_envs={env.num_envs}; "
-            "choose a divisor of num_envs"
-        )
     if isinstance(algo, OnPolicySettings):
         _validate_minibatches(config, batch)
     if batch > MAX_BATCH:

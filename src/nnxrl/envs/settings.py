@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nnxrl.schema import ConfigError
 from nnxrl.schema import setting as _field
 
 
@@ -36,3 +37,11 @@ class EnvConfig:
         "observation, zeros at an episode's first step (envs/previous_step.py), so that "
         "a memory network sees what it did; flat observations only.",
     )
+
+    def check_section(self, where: str) -> None:
+        """The checks between this section's own keys (``schema.build`` runs them)."""
+        if self.num_envs % self.reset_ratio:
+            raise ConfigError(
+                f"{where}.reset_ratio: {self.reset_ratio} does not divide {where}.num_envs="
+                f"{self.num_envs}; choose a divisor of num_envs"
+            )
