@@ -31,7 +31,10 @@ except ImportError:  # trees from before parallel/
 use_cpu_devices()
 import jax
 from nnxrl import config as C
-from nnxrl.config import schedule
+try:
+    from nnxrl.config import schedule
+except ImportError:  # trees from before config/ was a package
+    from nnxrl.run import schedule
 name, path, overrides, chunks = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
 if "compile_cache" in C.Config.__dataclass_fields__:  # time cold compiles on both sides
     overrides = [*overrides, "compile_cache.enabled=false"]
