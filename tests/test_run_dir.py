@@ -40,11 +40,17 @@ def test_a_missing_checkpoint_names_the_ones_there_are(tmp_path):
 
 
 def test_paths_that_cannot_be_written_are_named(tmp_path):
+    from nnxrl.store import own_files
+
     a_file = tmp_path / "file"
     a_file.write_text("keep")
     with pytest.raises(ConfigError, match="--out: .* is a file, not a directory"):
-        run_dir.ensure_writable_dir(a_file, "--out")
+        run_dir.fresh_run_dir(a_file, "--out")
     with pytest.raises(ConfigError, match="mkdir -p"):
-        run_dir.ensure_writable_file(tmp_path / "no" / "such.json", "--json")
-    assert run_dir.ensure_writable_file(tmp_path / "new.json", "--json")
+        own_files.ensure_writable_file(tmp_path / "no" / "such.json", "--json")
+    assert own_files.ensure_writable_file(tmp_path / "new.json", "--json")
+    held = run_dir.fresh_run_dir(tmp_path / "a" / "run", "--out")  # created
+    (held / "metrics.jsonl").write_text('{"update": 1}\n')
+    with pytest.raises(ConfigError, match="--out: .* already holds a run; continue it with"):
+        run_dir.fresh_run_dir(held, "--out")
     assert not (tmp_path / "new.json").exists() and a_file.read_text() == "keep"
