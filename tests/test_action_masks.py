@@ -66,12 +66,15 @@ TINY = [
 ]
 
 
-@pytest.fixture(scope="module", params=["ppo", "pqn", "ppo-gru", "pqn-gru"])
+@pytest.fixture(scope="module", params=["ppo", "pqn", "ppo-gru", "pqn-gru", "dqn"])
 def trained(request, tmp_path_factory) -> tuple[str, nnxrl.RunResult]:
     """A tiny run of PPO or PQN, feed-forward or recurrent (whose rollouts and losses
-    take another path: sequences, and the truncation bootstrap inside the scan)."""
+    take another path: sequences, and the truncation bootstrap inside the scan), or of
+    DQN, learning from its replay buffer within the run."""
     algo, _, kind = request.param.partition("-")
     overrides = [*TINY, f"network.kind={kind or 'feedforward'}", f"{algo}.num_minibatches=2"]
+    if algo == "dqn":
+        overrides[-1:] = ["dqn.num_steps=4", "dqn.learning_starts=64", "dqn.batch_size=16"]
     config = nnxrl.load_config(ROOT / f"configs/{algo}-cartpole.yaml", overrides)
     return request.param, nnxrl.train(config, tmp_path_factory.mktemp(request.param) / "run")
 

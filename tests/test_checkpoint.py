@@ -76,13 +76,30 @@ VARIANTS = {
         "configs/pqn-cartpole.yaml",
         ["env.num_envs=4", "network.kind=min_gru", "network.width=16"],
     ),
+    # the replay buffer, its write position, the target network and the gradient-step
+    # count come back from the checkpoint (n-step targets, Polyak moves every step)
+    "dqn": (
+        "configs/dqn-cartpole.yaml",
+        [
+            "env.num_envs=4",
+            "network.width=16",
+            "dqn.num_steps=32",
+            "dqn.buffer_size=512",
+            "dqn.learning_starts=64",
+            "dqn.batch_size=16",
+            "dqn.gradient_steps=2",
+            "dqn.n_step=3",
+        ],
+    ),
 }
 
 
 def load(name, *extra):
     path, overrides = VARIANTS[name]
-    algo = "pqn" if name.startswith("pqn") else "ppo"
+    algo = name.split("-")[0] if name.startswith(("pqn", "dqn")) else "ppo"
     small = [s.replace("ppo.", f"{algo}.") for s in SMALL]
+    if algo == "dqn":  # its own rollout and batch settings
+        small = [s for s in small if not s.startswith("dqn.")]
     return config_lib.load(ROOT / path, [*small, *overrides, *extra])
 
 

@@ -24,7 +24,7 @@ def train_records(out, config, overrides, seed_offset):
 
 
 @pytest.mark.learning
-@pytest.mark.parametrize("algo", ["ppo", "pqn"])
+@pytest.mark.parametrize("algo", ["ppo", "pqn", "dqn"])
 def test_cartpole_four_seeds_in_one_program_solve_it(tmp_path, algo, seed_offset):
     """The mean return of the last 5 % of updates: over 475 (of 500) averaged over 4
     seeds, and over 450 for at least 3 of them."""

@@ -36,6 +36,9 @@ class RunState:
     # a PBT member's traced coefficients, which change during the run (sweeps/pbt.py);
     # empty otherwise (the coefficients enter each update as an argument)
     hyperparams: Any = ()
+    # an algorithm's own state beyond its network and optimiser: an off-policy one's
+    # replay buffer and target network (algos/off_policy.py: Memory); empty otherwise
+    memory: Any = ()
 
 
 @struct.dataclass

@@ -181,10 +181,8 @@ def collect_rollout(
     pass over all T x B after it (measured faster)."""
     model = nnx.merge(s.graphdef, run_state.params)
     see = partial(observe, run_state.normalizer.obs, clip=s.obs_clip)
-    keep_raw = isinstance(run_state.normalizer.obs, Moments)
-    step = partial(rollout_step, model=model, see=see, keep_raw=keep_raw, plan=plan, s=s)
     first_hidden = run_state.hidden  # the update re-runs every env's sequence from it
-    run_state, (trajectory, final, raw) = jax.lax.scan(step, run_state, length=s.num_steps)
+    run_state, trajectory, final, raw = roll_out(run_state, model, see, plan, s)
     if s.sequences:
         trajectory = trajectory._replace(hidden=first_hidden[None])
     else:
@@ -194,6 +192,18 @@ def collect_rollout(
         model, run_state.hidden, see(run_state.obs), run_state.start, last_legal, plan
     )
     return run_state, trajectory, last_value, raw
+
+
+def roll_out(
+    run_state: RunState, model: Any, see: Callable, plan: Any, s: Any
+) -> tuple[RunState, Transition, Any, jax.Array | None]:
+    """The scan of ``s.num_steps`` ``rollout_step``s: the advanced state, Transitions
+    [T, B], each step's final observation and its legal actions (None if recurrent),
+    and the raw observations (None: not normalised)."""
+    keep_raw = isinstance(run_state.normalizer.obs, Moments)
+    step = partial(rollout_step, model=model, see=see, keep_raw=keep_raw, plan=plan, s=s)
+    run_state, (trajectory, final, raw) = jax.lax.scan(step, run_state, length=s.num_steps)
+    return run_state, trajectory, final, raw
 
 
 def rollout_step(

@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from nnxrl.algos.hyperparams import hyperparams_type
-from nnxrl.algos.settings import OnPolicySettings, PPOSettings, PQNSettings
+from nnxrl.algos.settings import DQNSettings, OnPolicySettings, PPOSettings, PQNSettings
 from nnxrl.lazy import imported
 from nnxrl.schema import unknown_name
 
@@ -41,6 +41,7 @@ class AlgorithmEntry(NamedTuple):
     hyperparams: type  # the NamedTuple of its traced coefficients (algos/hyperparams.py)
     head: str  # the head its network carries: 'actor_critic' or 'q' (networks/registry.py)
     discrete_only: bool  # acts by argmax over actions, so needs discrete ones
+    recurrent: bool = True  # trains recurrent networks (sequences) too
 
 
 _ALGORITHMS: dict[str, AlgorithmEntry] = {}
@@ -53,13 +54,15 @@ def register_algorithm(
     *,
     head: str = "actor_critic",
     discrete_only: bool = False,
+    recurrent: bool = True,
 ) -> None:
     """Make ``algo: name`` build ``algorithm``, its config section (under ``name``)
     read as ``settings``. ``algorithm`` is either the on-policy skeleton's pieces (an
     ``OnPolicy``, ``algos/on_policy.py``, whose head it carries) or a function
     ``make(settings, env, run, network=, addon=, streams=)`` returning an object with
     ``init``, ``update`` and ``graphdef`` (an algorithm of its own shape, carrying
-    ``head``). Registering a name again replaces it (a plugin may be loaded twice)."""
+    ``head``); ``recurrent``: whether it trains recurrent networks. Registering a name
+    again replaces it (a plugin may be loaded twice)."""
     if not (dataclasses.is_dataclass(settings) and isinstance(settings, type)):
         raise TypeError(f"register_algorithm({name!r}): settings must be a dataclass class")
     if not callable(algorithm) and not issubclass(settings, OnPolicySettings):
@@ -76,7 +79,8 @@ def register_algorithm(
     if not callable(algorithm):  # the skeleton's pieces
         head, algorithm = algorithm.head, partial(on_policy_make, algorithm)
     hp_type = hyperparams_type(settings)
-    _ALGORITHMS[name] = AlgorithmEntry(name, settings, algorithm, hp_type, head, discrete_only)
+    entry = AlgorithmEntry(name, settings, algorithm, hp_type, head, discrete_only, recurrent)
+    _ALGORITHMS[name] = entry
 
 
 def on_policy_make(pieces: Any, *args: Any, **kwargs: Any) -> Any:
@@ -101,4 +105,12 @@ def algorithm_settings() -> dict[str, type]:
 register_algorithm("ppo", PPOSettings, imported("nnxrl.algos.ppo", "make_ppo"))
 register_algorithm(
     "pqn", PQNSettings, imported("nnxrl.algos.pqn", "make_pqn"), head="q", discrete_only=True
+)
+register_algorithm(
+    "dqn",
+    DQNSettings,
+    imported("nnxrl.algos.dqn", "make_dqn"),
+    head="q",
+    discrete_only=True,
+    recurrent=False,
 )

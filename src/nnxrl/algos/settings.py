@@ -164,3 +164,76 @@ class PQNSettings(OnPolicySettings):
         low=0,
         traced=True,
     )
+
+
+@dataclass(frozen=True)
+class DQNSettings:
+    """DQN's settings (the ``dqn`` section of a config): each update every env takes
+    ``num_steps`` steps into the replay buffer, then ``gradient_steps`` minibatches
+    sampled from it each take one optimiser step and move the target network."""
+
+    num_steps: int = setting(1, "Env steps per env per update (then the gradient steps).", low=1)
+    gradient_steps: int = setting(
+        1, "Optimiser steps per update, each on a minibatch sampled from the buffer.", low=1
+    )
+    buffer_size: int = setting(
+        100_000, "Replay capacity in transitions per seed (shared equally by the envs).", low=1
+    )
+    batch_size: int = setting(128, "Transitions per sampled minibatch.", low=1)
+    learning_starts: int = setting(
+        10_000,
+        "Transitions per seed in the buffer before the first gradient step (the updates "
+        "before it only act and store).",
+        low=0,
+    )
+    learning_rate: float = setting(
+        2.5e-4, "Adam step size (start of the schedule).", low=0, low_open=True, traced=True
+    )
+    anneal_lr: bool = setting(
+        False, "Anneal the step size linearly to exactly zero on the last optimiser step."
+    )
+    adam_eps: float = setting(1e-8, "Adam epsilon.", low=0, low_open=True)
+    max_grad_norm: float = setting(
+        10.0, "Global gradient-norm clip.", low=0, low_open=True, traced=True
+    )
+    gamma: float = setting(0.99, "Discount factor.", low=0, high=1, traced=True)
+    n_step: int = setting(
+        1, "n of the n-step return each target sums before it bootstraps.", low=1, high=100
+    )
+    double: bool = setting(
+        True, "Double Q-learning: the online network picks the bootstrap action."
+    )
+    target_period: int = setting(
+        500,
+        "Gradient steps between target-network updates (1 with tau < 1: Polyak averaging "
+        "after every step).",
+        low=1,
+    )
+    tau: float = setting(
+        1.0,
+        "Target update: theta' <- tau theta + (1 - tau) theta' (1: a copy).",
+        low=0,
+        high=1,
+        low_open=True,
+        traced=True,
+    )
+    epsilon_start: float = setting(
+        1.0, "Exploration: epsilon at the first update.", low=0, high=1, traced=True
+    )
+    epsilon_finish: float = setting(
+        0.05, "Exploration: epsilon from the end of the decay on.", low=0, high=1, traced=True
+    )
+    epsilon_decay_fraction: float = setting(
+        0.5,
+        "Fraction of the updates over which epsilon decays linearly from epsilon_start "
+        "to epsilon_finish.",
+        low=0,
+        high=1,
+        traced=True,
+    )
+    loss: Literal["huber", "squared"] = setting(
+        "huber", "Regression loss to the targets: Huber or 0.5 (Q - G)^2."
+    )
+    huber_delta: float = setting(
+        1.0, "huber: where the loss turns linear.", low=0, low_open=True, traced=True
+    )

@@ -32,6 +32,12 @@ def validate(config: Config) -> Config:
     env, algo, name = config.env, config.algo_config, config.algo
     batch = schedule.batch_size(config)
     check_network(config.network, algorithm(name).head)
+    if network_kind(config.network.kind).sequences and not algorithm(name).recurrent:
+        raise ConfigError(
+            f"network.kind: {config.network.kind!r} is recurrent, and {name} trains "
+            "feed-forward networks only (its replay holds no hidden states); choose "
+            "network.kind: mlp (or conv), or a recurrent algorithm such as ppo or pqn"
+        )
     if isinstance(algo, OnPolicySettings):
         _validate_minibatches(config, batch)
     if batch > MAX_BATCH:

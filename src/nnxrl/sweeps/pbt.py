@@ -14,9 +14,11 @@ members form a population of their own (donors are drawn within the seed), so a
 result comes with the spread of S independent populations.
 
 What a copy takes from its donor: parameters, optimiser state, the add-on's state,
-observation statistics and the rolling window of returns (the donor's weights earned
-them; keeping its own would mark the copy for exploiting again at once). What stays
-its own: env state, observations, hidden state, PRNG key, update count.
+observation statistics, the rolling window of returns (the donor's weights earned
+them; keeping its own would mark the copy for exploiting again at once) and an
+off-policy algorithm's memory (its replay buffer and target network, which belong
+with the weights they trained). What stays its own: env state, observations, hidden
+state, PRNG key, update count.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-COPIED = ("params", "opt_state", "addon", "normalizer", "recent_returns")
+COPIED = ("params", "opt_state", "addon", "normalizer", "recent_returns", "memory")
 
 
 @dataclass(frozen=True)
