@@ -278,7 +278,7 @@ def test_a_random_sweep_is_reproducible_from_its_seed_and_in_bounds():
         ),
         (
             ["sweep.grid={ppo.num_steps: [16, 32]}"],
-            "Keys ppo sweeps in one program: ppo.learning_rate, ppo.gamma",
+            "Keys ppo sweeps in one program: ppo.learning_rate, ppo.max_grad_norm, ppo.gamma",
         ),
     ],
 )
