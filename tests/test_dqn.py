@@ -75,3 +75,50 @@ def test_dqn_takes_discrete_actions_and_feed_forward_networks_by_name():
     pendulum = config_lib.load("configs/dqn-cartpole.yaml", ["env.id=Pendulum-v1"])
     with pytest.raises(config_lib.ConfigError, match="algo: dqn picks actions by argmax"):
         config_lib.check_parts(pendulum)
+
+
+def test_a_replay_buffer_that_cannot_fit_is_refused_by_name_before_compiling(tmp_path, capsys):
+    """Two billion CartPole transitions (about 80 GB) are refused from the run state's
+    shapes alone, naming the buffer's size and the key that sets it; nothing is
+    written but the folder's files of a start (no checkpoint, no record)."""
+    from nnxrl.cli import main
+
+    out = tmp_path / "run"
+    args = ["train", "dqn-cartpole", "--out", str(out), "--set", "dqn.buffer_size=2000000000"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "before anything is compiled (the run state's replay buffer" in err, err
+    assert "lower dqn.buffer_size (2,000,000,000)" in err, err
+    assert not (out / "checkpoints").exists() and not (out / "metrics.jsonl").exists()
+
+
+def test_dqn_runs_an_addon_a_sweep_and_pbt_in_one_program(tmp_path):
+    """RND's bonus reaches DQN's stored rewards unchanged, and two learning rates x two
+    seeds train as one PBT population whose copies take the donor's buffer and target."""
+    import json
+
+    from nnxrl.cli import main
+
+    out = tmp_path / "run"
+    overrides = [
+        "num_seeds=2",
+        "total_env_steps=2560",
+        "env.num_envs=4",
+        "network.width=16",
+        "dqn.num_steps=8",
+        "dqn.learning_starts=64",
+        "dqn.batch_size=16",
+        "logging.backends=[]",
+        "logging.updates_per_chunk=8",
+        "intrinsic.addon=rnd",
+        "intrinsic.options={output_size: 8, width: 16}",
+        "sweep.grid={dqn.learning_rate: [1.0e-3, 1.0e-4]}",
+        "sweep.pbt={interval: 40, fraction: 0.5}",
+    ]
+    args = ["train", "dqn-cartpole", "--out", str(out), "--set", "fast_compile=true"]
+    assert main(args + sum((["--set", s] for s in overrides), [])) == 0
+    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert {(r["setting"], r["seed"]) for r in records} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    assert all(r["intrinsic/rnd_error"] > 0 for r in records)
+    assert max(r["stats/gradient_steps"] for r in records) > 0  # it learned from replay
+    assert any(r["pbt/donor"] >= 0 for r in records)  # a member copied another

@@ -36,7 +36,7 @@ from nnxrl.run.chunk import SEED_AXIS, pbt_chunk, train_chunk
 from nnxrl.run.evaluation import make_evaluator
 from nnxrl.run.heap import release_freed_memory
 from nnxrl.run.members import over_members
-from nnxrl.run.resources import check_fits
+from nnxrl.run.resources import check_fits, check_state_fits
 from nnxrl.store.compile_cache import use_compile_cache
 from nnxrl.store.saved_programs import saved_programs
 
@@ -130,6 +130,7 @@ def init_beside(saved: Any, parts: Tracing, args: tuple, pool: Executor) -> tupl
         done.set_result(loaded)
         return done, state_template(loaded)
     lowered = lower_init(parts, args)
+    check_state_fits(parts.config, lowered.out_info)
     parts.options  # noqa: B018  (settled on this thread, before the two compile)
     return pool.submit(compile_init, saved, parts, lowered), lowered.out_info
 

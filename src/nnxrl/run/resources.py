@@ -12,12 +12,15 @@ devices is set against what the host has available.
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
 import jax
+import numpy as np
 
 from nnxrl import config as config_lib
+from nnxrl.config import population
 
 GIB = 2**30
 
@@ -46,6 +49,43 @@ def check_fits(config: config_lib.Config, needs: dict[str, int | None]) -> None:
         f"{algo}.num_steps ({config.algo_config.num_steps}) or network.width "
         f"({config.network.width}), or train on a device with more memory"
     )
+
+
+def check_state_fits(config: config_lib.Config, state: Any) -> None:
+    """Before compiling: a ConfigError when the run state of every member, whose
+    shapes ``state`` holds (init lowered), cannot fit in the devices' memory; its
+    largest part is named, an off-policy algorithm's replay buffer with the key that
+    sizes it. (``check_fits`` then sets XLA's count, temporaries included, against it.)"""
+    parts = {name: tree_bytes(getattr(state, name)) for name in state.__dataclass_fields__}
+    devices = jax.local_devices()
+    have, where = available_bytes(devices[0])
+    total = sum(parts.values())
+    need = total if devices[0].platform == "cpu" else total // len(devices)
+    if have is None or need <= have:
+        return
+    name, largest = max(parts.items(), key=lambda item: item[1])
+    algo, sizes = config.algo, getattr(config.algo_config, "buffer_size", None)
+    what = "the run state's " + ("replay buffer and target network" if name == "memory" else name)
+    keys = f"{algo}.buffer_size ({sizes:,}), " if name == "memory" and sizes else ""
+    raise config_lib.ConfigError(
+        f"the run state alone needs about {total / GIB:,.1f} GiB, before anything is "
+        f"compiled ({what}: {largest / GIB:,.1f} GiB over {population.num_members(config)} "
+        f"member(s)), but {where} has {have / GIB:,.1f} GiB available; lower {keys}"
+        f"num_seeds ({config.num_seeds}) or env.num_envs ({config.env.num_envs})"
+    )
+
+
+def tree_bytes(tree: Any) -> int:
+    """The bytes of a pytree of arrays or shapes (``.shape``, ``.dtype`` leaves)."""
+    return sum(math.prod(x.shape) * item_bytes(x.dtype) for x in jax.tree.leaves(tree))
+
+
+def item_bytes(dtype: Any) -> int:
+    """An element's bytes; a PRNG key's (an extended dtype) are its two uint32 words."""
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:
+        return 8
 
 
 def available_bytes(device: Any) -> tuple[int | None, str]:
