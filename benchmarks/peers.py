@@ -1,7 +1,9 @@
-"""nnxrl beside rejax, side by side in one run: PPO on CartPole-v1 at matched settings.
+"""nnxrl beside rejax, side by side in one run: PPO (or DQN) on CartPole-v1 at matched
+settings.
 
     uv run python benchmarks/peers.py                  # 1 and 8 seeds, 3 alternated repetitions
     uv run python benchmarks/peers.py --seeds 1 --repeats 1
+    uv run python benchmarks/peers.py --algo dqn       # DQN: nnxrl and rejax
 
 A third side, "plain JAX", is the least PPO program that computes what nnxrl's config
 asks (``benchmarks/ppo_floor.py --matched``: one jitted function, the annealed learning
@@ -30,6 +32,18 @@ pass per env step). rejax's periodic evaluation is off (one evaluation at the en
 outside the timed run). "Final return" is, for both, the mean undiscounted return
 of 128 episodes played by the final policy (actions sampled), averaged over seeds.
 
+DQN (``--algo dqn``; no plain-JAX side): nnxrl's configs/dqn-cartpole.yaml with
+rejax's settings, which it quotes (10 envs, one step each, then 5 gradient steps on
+batches of 100 from a 50,000-transition buffer filled with 5,000 first; Adam at 1e-3,
+double Q-learning, the target Polyak-averaged once per update with 0.98 of the old,
+epsilon 1 -> 0.05 over half the run, two SiLU/swish layers of 64, 200k env steps),
+with the config's two changes undone for equal settings (1-step returns, a constant
+step size). Where they differ by design: rejax acts uniformly at random until the
+buffer is filled (nnxrl epsilon-greedily, epsilon near 1 then), clips gradients
+element-wise (nnxrl by global norm) and treats time limits as terminations (nnxrl
+bootstraps through them from the final observation it stores). Final returns are of
+greedy actions for both.
+
 Compile time is what each library spends before the first env step: tracing,
 lowering and XLA compilation of every program the run needs (nnxrl: init and the
 chunk of updates; rejax: its one train program). Env steps/s is env steps of all
@@ -47,11 +61,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
 CONFIG = ROOT / "configs" / "ppo-cartpole.yaml"
-SIDES = ["nnxrl", "rejax", "plain JAX"]
+SIDES = {"ppo": ["nnxrl", "rejax", "plain JAX"], "dqn": ["nnxrl", "rejax"]}
+DQN_CONFIG = ROOT / "configs" / "dqn-cartpole.yaml"
+DQN_EQUAL = ["dqn.n_step=1", "dqn.anneal_lr=false", "dqn.target_period=5"]  # rejax's
+DQN_STEPS = 200_000
 REJAX = ["--with", "rejax==0.1.3", "--with", "gymnax==0.0.9"]
 EVAL_EPISODES = 128
 
@@ -60,31 +78,42 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, action="append", help="default: 1 and 8")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--algo", choices=("ppo", "dqn"), default="ppo")
     parser.add_argument("--worker", choices=("nnxrl", "rejax"), help=argparse.SUPPRESS)
     parser.add_argument("--cache-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         seeds = args.seeds[0]
-        result = run_nnxrl(seeds, args.cache_dir) if args.worker == "nnxrl" else run_rejax(seeds)
+        if args.worker == "nnxrl":
+            result = run_nnxrl(seeds, args.cache_dir, args.algo)
+        else:
+            result = run_rejax(seeds) if args.algo == "ppo" else run_rejax_dqn(seeds)
         print("RESULT " + json.dumps(result), flush=True)
         return
     print("| run | library | compile s | env steps/s | final return | peak RSS MiB |", flush=True)
     print("|---|---|---:|---:|---:|---:|", flush=True)
+    sides = SIDES[args.algo]
     summary = []
     for seeds in args.seeds or (1, 8):
-        runs: dict[str, list[dict]] = {library: [] for library in SIDES}
+        runs: dict[str, list[dict]] = {library: [] for library in sides}
         for rep in range(args.repeats):
-            order = SIDES[rep % 3 :] + SIDES[: rep % 3]
+            order = sides[rep % len(sides) :] + sides[: rep % len(sides)]
             order = order if rep % 2 == 0 else order[::-1]
             for library in order:
-                result = measure(library, seeds)
+                result = measure(library, seeds, algo=args.algo)
                 runs[library].append(result)
                 print(row(f"{seeds} seed(s), rep {rep + 1}", library, result), flush=True)
         with tempfile.TemporaryDirectory() as cache:
-            measure("nnxrl", seeds, cache)  # fills the cache
-            warm = measure("nnxrl", seeds, cache)
+            measure("nnxrl", seeds, cache, args.algo)  # fills the cache
+            warm = measure("nnxrl", seeds, cache, args.algo)
         print(row(f"{seeds} seed(s), warm cache", "nnxrl", warm), flush=True)
         summary.append((seeds, runs, warm))
+    print_medians(summary, sides)
+
+
+def print_medians(summary: list, sides: list[str]) -> None:
+    """The medians of every side, and each side's over rejax's."""
+    floor_cols = "plain JAX" in sides
     print("\nMedians, and each / rejax:\n")
     print("| run | nnxrl | rejax | plain JAX | nnxrl / rejax | plain JAX / rejax |")
     print("|---|---:|---:|---:|---:|---:|")
@@ -94,17 +123,20 @@ def main() -> None:
             ("compile_s", "compile s, cold"),
             ("rss_mib", "peak host memory, MiB"),
         ):
-            ours, theirs, floor = (statistics.median(r[key] for r in runs[s]) for s in SIDES)
+            ours, theirs = (statistics.median(r[key] for r in runs[s]) for s in sides[:2])
+            floor = statistics.median(r[key] for r in runs["plain JAX"]) if floor_cols else None
+            shown = f"{floor:,.2f} | " if floor else " | "
+            ratio = f" {floor / theirs:.2f}x |" if floor else " |"
             print(
-                f"| {label}, {seeds} seed(s) | {ours:,.2f} | {theirs:,.2f} | {floor:,.2f} "
-                f"| {ours / theirs:.2f}x | {floor / theirs:.2f}x |"
+                f"| {label}, {seeds} seed(s) | {ours:,.2f} | {theirs:,.2f} | {shown}"
+                f"{ours / theirs:.2f}x |{ratio}"
             )
         theirs = statistics.median(r["compile_s"] for r in runs["rejax"])
         print(
             f"| compile s, nnxrl warm cache, {seeds} seed(s) | {warm['compile_s']:.2f} | "
             f"{theirs:.2f} | | {warm['compile_s'] / theirs:.2f}x | |"
         )
-        for library in SIDES:
+        for library in sides:
             returns = statistics.median(r["final_return"] for r in runs[library])
             print(f"| final return, {seeds} seed(s), {library} | {returns:.1f} | | |")
 
@@ -116,9 +148,9 @@ def row(run: str, library: str, r: dict) -> str:
     )
 
 
-def measure(library: str, seeds: int, cache_dir: str | None = None) -> dict:
+def measure(library: str, seeds: int, cache_dir: str | None = None, algo: str = "ppo") -> dict:
     """One fresh worker process; its RESULT line."""
-    args = [str(HERE), "--worker", library, "--seeds", str(seeds)]
+    args = [str(HERE), "--worker", library, "--seeds", str(seeds), "--algo", algo]
     if library == "plain JAX":
         cmd = [
             sys.executable,
@@ -155,7 +187,7 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def run_nnxrl(seeds: int, cache_dir: str | None) -> dict:
+def run_nnxrl(seeds: int, cache_dir: str | None, algo: str = "ppo") -> dict:
     from nnxrl.parallel.devices import use_cpu_devices
 
     use_cpu_devices()  # as the CLI does: one CPU device per core
@@ -169,7 +201,9 @@ def run_nnxrl(seeds: int, cache_dir: str | None) -> dict:
 
     cache = [f"compile_cache.dir={cache_dir}"] if cache_dir else ["compile_cache.enabled=false"]
     overrides = [f"num_seeds={seeds}", "logging.backends=[]", *cache]
-    config = config_lib.load(str(CONFIG), overrides)
+    if algo == "dqn":
+        overrides += DQN_EQUAL
+    config = config_lib.load(str(DQN_CONFIG if algo == "dqn" else CONFIG), overrides)
     result = train(config)
     policy = policy_of(config, result.params)
     episodes = play_first_episodes(policy, EVAL_EPISODES, greedy=False, key=jax.random.key(1))
@@ -182,10 +216,7 @@ def run_nnxrl(seeds: int, cache_dir: str | None) -> dict:
 
 
 def run_rejax(seeds: int) -> dict:
-    import jax
-    import jax.numpy as jnp
     from rejax import PPO
-    from rejax.evaluate import evaluate
 
     total = 500_000
     algo = PPO.create(
@@ -206,6 +237,15 @@ def run_rejax(seeds: int) -> dict:
         vf_coef=0.5,
         agent_kwargs={"activation": "tanh", "hidden_layer_sizes": (64, 64)},
     )
+    return timed_rejax(algo, seeds)
+
+
+def timed_rejax(algo: Any, seeds: int) -> dict:
+    """A rejax algorithm's train compiled and run over ``seeds`` seeds, then evaluated."""
+    import jax
+    import jax.numpy as jnp
+    from rejax.evaluate import evaluate
+
     algo = algo.replace(eval_callback=lambda algo, ts, rng: ts.global_step)  # no evaluation
     keys = jax.random.split(jax.random.key(0), seeds)
     t = time.perf_counter()
@@ -230,6 +270,34 @@ def run_rejax(seeds: int) -> dict:
         "final_return": float(jnp.mean(returns)),
         "rss_mib": peak_rss_mib(),
     }
+
+
+def run_rejax_dqn(seeds: int) -> dict:
+    """rejax's DQN at the settings of configs/dqn-cartpole.yaml (see the docstring)."""
+    from rejax import DQN
+
+    algo = DQN.create(
+        env="CartPole-v1",
+        agent="QNetwork",
+        agent_kwargs={"activation": "swish", "hidden_layer_sizes": (64, 64)},
+        num_envs=10,
+        buffer_size=50_000,
+        fill_buffer=5_000,
+        batch_size=100,
+        max_grad_norm=10,
+        learning_rate=1e-3,
+        num_epochs=5,
+        total_timesteps=DQN_STEPS,
+        eval_freq=DQN_STEPS,
+        skip_initial_evaluation=True,
+        polyak=0.98,
+        eps_start=1.0,
+        eps_end=0.05,
+        exploration_fraction=0.5,
+        gamma=0.99,
+        ddqn=True,
+    )
+    return timed_rejax(algo, seeds)
 
 
 if __name__ == "__main__":
