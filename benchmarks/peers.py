@@ -279,7 +279,7 @@ def run_rejax_dqn(seeds: int) -> dict:
     algo = DQN.create(
         env="CartPole-v1",
         agent="QNetwork",
-        agent_kwargs={"activation": "swish", "hidden_layer_sizes": (64, 64)},
+        agent_kwargs={"activation": "swish"},  # its layers: (64, 64)
         num_envs=10,
         buffer_size=50_000,
         fill_buffer=5_000,
