@@ -227,6 +227,19 @@ def test_a_config_that_cannot_fit_in_memory_is_refused_with_the_estimate(tmp_pat
     out = tmp_path / "run"
     overrides = [*SHORT, "network.width=65536"]
     args = ["train", CARTPOLE, "--out", str(out)] + sets(overrides)
+    err = refused(capsys, args, "the run state alone needs about")  # before compiling
+    assert "GiB available; lower network.width (65536), num_seeds (1)" in err
+    assert not (out / "metrics.jsonl").exists()
+
+
+def test_a_rollout_that_cannot_fit_is_refused_with_xlas_estimate(tmp_path, capsys):
+    """A small run state with a rollout of 200 million steps a seed: the state passes
+    the check before compiling, XLA's count of the compiled update does not."""
+    out = tmp_path / "run"
+    steps = 200_000_000
+    overrides = [*SHORT, f"ppo.num_steps={steps}", f"total_env_steps={4 * steps}"]
+    overrides += ["logging.updates_per_chunk=1", "checkpoint.enabled=false"]
+    args = ["train", CARTPOLE, "--out", str(out)] + sets(overrides)
     err = refused(capsys, args, "this config needs about")
-    assert "GiB available; lower num_seeds (1)" in err and "network.width (65536)" in err
+    assert "as XLA compiled it" in err and f"ppo.num_steps ({steps})" in err
     assert not (out / "metrics.jsonl").exists()

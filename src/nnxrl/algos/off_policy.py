@@ -12,7 +12,7 @@ sampled uniformly, each one optimiser step on the algorithm's ``loss`` and one m
 of the target network) -> ``advance`` -> ``summarize``.
 
 The add-on's bonus is computed at insertion: the add-on scores the fresh rollout
-and learns from it as it does for on-policy algorithms (ICM, E3B and RND run
+and learns from it as it does for on-policy algorithms (every add-on runs
 unchanged), and the bonus is stored with the extrinsic reward. Computing it at
 sampling instead would score a transition with whatever the add-on has become by
 then, once per time it is sampled; the bonus of a transition is its novelty when

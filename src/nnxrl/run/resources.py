@@ -64,15 +64,24 @@ def check_state_fits(config: config_lib.Config, state: Any) -> None:
     if have is None or need <= have:
         return
     name, largest = max(parts.items(), key=lambda item: item[1])
-    algo, sizes = config.algo, getattr(config.algo_config, "buffer_size", None)
     what = "the run state's " + ("replay buffer and target network" if name == "memory" else name)
-    keys = f"{algo}.buffer_size ({sizes:,}), " if name == "memory" and sizes else ""
     raise config_lib.ConfigError(
         f"the run state alone needs about {total / GIB:,.1f} GiB, before anything is "
         f"compiled ({what}: {largest / GIB:,.1f} GiB over {population.num_members(config)} "
-        f"member(s)), but {where} has {have / GIB:,.1f} GiB available; lower {keys}"
-        f"num_seeds ({config.num_seeds}) or env.num_envs ({config.env.num_envs})"
+        f"member(s)), but {where} has {have / GIB:,.1f} GiB available; lower "
+        f"{sizing_key(config, name)}num_seeds ({config.num_seeds}) or env.num_envs "
+        f"({config.env.num_envs}), or train on a device with more memory"
     )
+
+
+def sizing_key(config: config_lib.Config, part: str) -> str:
+    """The key that sizes a part of the run state, as 'key (value), ' ('' if none)."""
+    sizes = getattr(config.algo_config, "buffer_size", None)
+    if part == "memory" and sizes:
+        return f"{config.algo}.buffer_size ({sizes:,}), "
+    if part in ("params", "opt_state"):
+        return f"network.width ({config.network.width}), "
+    return ""
 
 
 def tree_bytes(tree: Any) -> int:
