@@ -39,7 +39,7 @@ from flax import nnx, struct
 from nnxrl import optim
 from nnxrl.algos.initial_state import initial_run_state
 from nnxrl.algos.intrinsic_streams import combine_rewards
-from nnxrl.algos.normalization import init_normalizer, observe
+from nnxrl.algos.normalization import init_normalizer
 from nnxrl.algos.on_policy import Algorithm, advance, roll_out, score_with_addon, summarize
 from nnxrl.algos.replay import Stored, make_buffer, stored_transitions
 from nnxrl.algos.settings import RewardStreams, RunFacts
@@ -100,7 +100,6 @@ class OffPolicyStatic:
     achievement_names: tuple[str, ...]
     return_window: int
     sequences: bool = False  # feed-forward only
-    obs_clip: float = 10.0  # unused: observations are not normalised
 
 
 def train_update(run_state: RunState, hp: Any, *, s: OffPolicyStatic) -> tuple[RunState, dict]:
@@ -108,8 +107,7 @@ def train_update(run_state: RunState, hp: Any, *, s: OffPolicyStatic) -> tuple[R
     from sampled batches, summarise."""
     plan = s.pieces.plan(run_state, hp, s)
     model = nnx.merge(s.graphdef, run_state.params)
-    see = partial(observe, (), clip=s.obs_clip)
-    run_state, trajectory, final, _ = roll_out(run_state, model, see, plan, s)
+    run_state, trajectory, final, _ = roll_out(run_state, model, unnormalized, plan, s)
     key, addon_key, learn_key = jax.random.split(run_state.key, 3)
     addon_state, bonus, addon_metrics = score_with_addon(
         run_state.addon, trajectory, run_state.obs, hp, addon_key, s
@@ -123,6 +121,11 @@ def train_update(run_state: RunState, hp: Any, *, s: OffPolicyStatic) -> tuple[R
         trajectory, memory, plan, bonus, run_state.recent_returns, loss_metrics, addon_metrics, s
     )
     return run_state, metrics
+
+
+def unnormalized(obs: jax.Array) -> jax.Array:
+    """What the network sees: the observation itself (no running statistics)."""
+    return obs
 
 
 def store(

@@ -32,15 +32,11 @@ def check_fits(config: config_lib.Config, needs: dict[str, int | None]) -> None:
     needs = {name: need for name, need in needs.items() if need is not None}
     if not needs:
         return  # this backend gives no analysis
-    name, need = max(needs.items(), key=lambda item: item[1])
-    devices = jax.local_devices()
-    have, where = available_bytes(devices[0])
-    if have is None:
+    name, per_device = max(needs.items(), key=lambda item: item[1])
+    short = shortfall(per_device)
+    if short is None:
         return
-    if devices[0].platform == "cpu":
-        need *= len(devices)  # the CPU devices share the host's memory
-    if need <= have:
-        return
+    need, have, where = short
     algo = config.algo
     raise config_lib.ConfigError(
         f"this config needs about {need / GIB:,.1f} GiB ({name}, as XLA compiled it) but "
@@ -57,12 +53,11 @@ def check_state_fits(config: config_lib.Config, state: Any) -> None:
     largest part is named, an off-policy algorithm's replay buffer with the key that
     sizes it. (``check_fits`` then sets XLA's count, temporaries included, against it.)"""
     parts = {name: tree_bytes(getattr(state, name)) for name in state.__dataclass_fields__}
-    devices = jax.local_devices()
-    have, where = available_bytes(devices[0])
     total = sum(parts.values())
-    need = total if devices[0].platform == "cpu" else total // len(devices)
-    if have is None or need <= have:
+    short = shortfall(total // len(jax.local_devices()))  # the state is split over them
+    if short is None:
         return
+    _, have, where = short
     name, largest = max(parts.items(), key=lambda item: item[1])
     what = "the run state's " + ("replay buffer and target network" if name == "memory" else name)
     raise config_lib.ConfigError(
@@ -82,6 +77,18 @@ def sizing_key(config: config_lib.Config, part: str) -> str:
     if part in ("params", "opt_state"):
         return f"network.width ({config.network.width}), "
     return ""
+
+
+def shortfall(per_device: int) -> tuple[int, int, str] | None:
+    """(need, available, where) when ``per_device`` bytes on every local device do not
+    fit, else None (or where the memory is not known). The CPU devices share the
+    host's memory, so there the need is every device's."""
+    devices = jax.local_devices()
+    have, where = available_bytes(devices[0])
+    need = per_device * len(devices) if devices[0].platform == "cpu" else per_device
+    if have is None or need <= have:
+        return None
+    return need, have, where
 
 
 def tree_bytes(tree: Any) -> int:
