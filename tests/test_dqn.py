@@ -122,3 +122,23 @@ def test_dqn_runs_an_addon_a_sweep_and_pbt_in_one_program(tmp_path):
     assert all(r["intrinsic/rnd_error"] > 0 for r in records)
     assert max(r["stats/gradient_steps"] for r in records) > 0  # it learned from replay
     assert any(r["pbt/donor"] >= 0 for r in records)  # a member copied another
+
+
+def test_a_dueling_q_network_splits_its_head_into_a_value_and_centred_advantages():
+    """Q = V + A - mean_a A per stream, from one more output per stream; PPO, whose
+    network has no Q head, refuses the option by name."""
+    import jax
+    from flax import nnx
+
+    from nnxrl.networks.q_network import QNetwork
+
+    net = QNetwork((4,), 3, 1, 8, "relu", (), nnx.Rngs(0), num_values=2, dueling=True)
+    obs = jax.random.normal(jax.random.key(0), (5, 4))
+    out = net.mlp(net.encoder(obs)).reshape(5, 2, 4)  # [B, K, 1 + A]
+    value, advantage = out[..., :1], out[..., 1:]
+    expected = value + advantage - advantage.mean(-1, keepdims=True)
+    np.testing.assert_allclose(net(obs), expected, rtol=1e-6)
+    np.testing.assert_allclose(net(obs).mean(-1), value[..., 0], rtol=1e-5, atol=1e-6)
+    with pytest.raises(config_lib.ConfigError, match="network.dueling: true, but ppo's"):
+        config_lib.load("configs/ppo-cartpole.yaml", ["network.dueling=true"])
+    assert config_lib.load("configs/dqn-cartpole.yaml", ["network.dueling=true"]).network.dueling

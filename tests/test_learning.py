@@ -42,6 +42,20 @@ def test_cartpole_four_seeds_in_one_program_solve_it(tmp_path, algo, seed_offset
     assert np.mean(finals) >= 475 and sum(f >= 450 for f in finals) >= 3, finals
 
 
+@pytest.mark.learning
+def test_sac_swings_pendulum_up_within_20000_env_steps(tmp_path, seed_offset):
+    """SAC's policy after 20,000 env steps (100 episodes), played greedily for 16
+    episodes per seed: mean return over 4 seeds >= -200 (published SAC solves Pendulum
+    by then) and >= -250 for at least 3 of them (measured at offset 0: -173, -110, -175,
+    -144 over 10 episodes each; a failed swing-up scores below -1000)."""
+    from nnxrl import evaluate, policy_from_checkpoint
+
+    train_records(tmp_path, "configs/sac-pendulum.yaml", ["num_seeds=4"], seed_offset)
+    result = evaluate(policy_from_checkpoint(tmp_path), episodes=16, greedy=True)
+    means = np.asarray([row["return_mean"] for row in result.seeds])
+    assert np.mean(means) >= -200 and np.sum(means >= -250) >= 3, means
+
+
 def best_returns(records) -> np.ndarray:
     """Each seed's best update-mean return over the run."""
     by_seed = {}

@@ -26,6 +26,9 @@ The public Python API (docs/python-api.md); each name is imported when first rea
   actor-critic's, whose loss reads
   ``policy_and_value(params, minibatch, s)``: ``examples/custom_algorithm.py``) or
   a ``make`` of its own; ``make_on_policy(pieces, settings, env, run)`` builds one;
+  the off-policy skeleton's: ``OffPolicy``, ``OffPolicySettings``,
+  ``make_off_policy`` (DQN's and SAC's: ``make_dqn``, ``make_sac``, with
+  ``DQNSettings``, ``SACSettings``);
 - your own loop: ``make_algorithm(config, env, addon)`` gives ``init(key)`` and
   ``update`` (both jittable; ``init`` vmaps over keys) and ``hyperparams_from(config)``
   the traced coefficients of ``config.algo``; ``train_chunk(state, hp, update_fn=,
@@ -55,6 +58,13 @@ _EXPORTS = {
     "make_algorithm": "nnxrl.run.algorithms",
     "make_ppo": "nnxrl.algos.ppo",
     "make_pqn": "nnxrl.algos.pqn",
+    "make_dqn": "nnxrl.algos.dqn",
+    "make_sac": "nnxrl.algos.sac",
+    "OffPolicy": "nnxrl.algos.off_policy",
+    "make_off_policy": "nnxrl.algos.off_policy",
+    "OffPolicySettings": "nnxrl.algos.settings",
+    "DQNSettings": "nnxrl.algos.settings",
+    "SACSettings": "nnxrl.algos.settings",
     "register_algorithm": "nnxrl.algos.registry",
     "OnPolicy": "nnxrl.algos.on_policy",
     "make_on_policy": "nnxrl.algos.on_policy",
@@ -116,16 +126,22 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.agent.policy import Policy, load_policy, policy_at, policy_from_checkpoint
     from nnxrl.agent.render import render_episode as render
     from nnxrl.algos.actor_critic import actor_critic, policy_and_value
+    from nnxrl.algos.dqn import make_dqn
+    from nnxrl.algos.off_policy import OffPolicy, make_off_policy
     from nnxrl.algos.on_policy import OnPolicy, make_on_policy
     from nnxrl.algos.ppo import make_ppo
     from nnxrl.algos.pqn import make_pqn
     from nnxrl.algos.registry import register_algorithm
+    from nnxrl.algos.sac import make_sac
     from nnxrl.algos.settings import (
+        DQNSettings,
+        OffPolicySettings,
         OnPolicySettings,
         PPOSettings,
         PQNSettings,
         RewardStreams,
         RunFacts,
+        SACSettings,
     )
     from nnxrl.analysis.comparison import Comparison, compare
     from nnxrl.analysis.plots import plot_runs as plot
@@ -174,6 +190,13 @@ __all__ = [
     "EnvStep",
     "Experience",
     "OnPolicySettings",
+    "OffPolicySettings",
+    "DQNSettings",
+    "SACSettings",
+    "OffPolicy",
+    "make_off_policy",
+    "make_dqn",
+    "make_sac",
     "PPOSettings",
     "PQNSettings",
     "RewardStreams",

@@ -46,10 +46,10 @@ Hyperparams = hyperparams_type(DQNSettings)
 
 
 def dqn_loss(
-    params: Any, target: Any, sample: Stored, hp: Hyperparams, s: Any
+    params: Any, target: Any, sample: Stored, key: jax.Array, hp: Hyperparams, s: Any
 ) -> tuple[jax.Array, dict]:
     """The regression of Q(s_0, a_0) [N, K] onto the n-step double-Q targets [N, K],
-    summed over the reward streams."""
+    summed over the reward streams (``key`` unused: nothing is sampled)."""
     model, target_model = nnx.merge(s.graphdef, params), nnx.merge(s.graphdef, target)
     q = model(sample.obs[:, 0])  # [N, K, A]
     taken = take(q, sample.action[:, 0])  # [N, K]

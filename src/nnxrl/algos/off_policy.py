@@ -1,6 +1,6 @@
-"""The off-policy skeleton: DQN (``algos/dqn.py``) and any algorithm of that family
-run this file's ``train_update``; each supplies only what differs, as an
-``OffPolicy`` of pure functions (its pieces).
+"""The off-policy skeleton: DQN (``algos/dqn.py``), SAC (``algos/sac.py``) and any
+algorithm of that family run this file's ``train_update``; each supplies only what
+differs, as an ``OffPolicy`` of pure functions (its pieces).
 
 The file reads in execution order. ``train_update`` is one iteration and calls its
 phases by name: the algorithm's ``plan`` (e.g. the exploration epsilon) -> the
@@ -63,8 +63,8 @@ class OffPolicy(NamedTuple):
     # as OnPolicy.act: (model, hidden, obs, start, legal, key, plan) -> (hidden, action,
     # value [B, K], record)
     act: Callable[..., tuple[Any, jax.Array, jax.Array, dict]]
-    # (params, target_params, sample [N, n, ...] (a replay.Stored), hp, s) ->
-    # (scalar, metrics)
+    # (params, target_params, sample [N, n, ...] (a replay.Stored), key, hp, s) ->
+    # (scalar, metrics); the key for what the loss samples (SAC's actions)
     loss: Callable[..., tuple[jax.Array, dict]]
     # (trajectory, batch, plan, s) -> its own metrics, after the shared ones
     metrics: Callable[..., dict]
@@ -86,7 +86,7 @@ class OffPolicyStatic:
     ``summarize`` read are the on-policy skeleton's names)."""
 
     pieces: OffPolicy
-    settings: Any  # the algorithm's settings (DQNSettings, ...)
+    settings: Any  # the algorithm's settings (an OffPolicySettings: DQN's, SAC's, ...)
     env: VecEnv
     network: NetworkSettings
     graphdef: Any
@@ -145,30 +145,38 @@ def learn(
 ) -> tuple[Any, Any, Memory, dict]:
     """``gradient_steps`` of ``learn_step`` once the buffer can be sampled (every row
     holds ``learning_starts`` steps); before that the state is kept and the losses
-    read 0. Metrics [G] per loss term."""
+    read 0. Metrics [G] per loss term. The buffer is read, never carried: passing it
+    through the branch would copy it every update."""
     keys = jax.random.split(key, s.settings.gradient_steps)
-    carry = (run_state.params, run_state.opt_state, memory)
-    steps = partial(jax.lax.scan, partial(learn_step, hp=hp, s=s), xs=keys)
+    carry = (run_state.params, run_state.opt_state, memory.target, memory.learned)
+    step = partial(learn_step, buffer=memory.buffer, hp=hp, s=s)
+    steps = partial(jax.lax.scan, step, xs=keys)
     shapes = jax.eval_shape(steps, carry)[1]
 
     def skip(carry: tuple) -> tuple:
         return carry, jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
 
-    (params, opt_state, memory), metrics = jax.lax.cond(
+    (params, opt_state, target, learned), metrics = jax.lax.cond(
         s.buffer.can_sample(memory.buffer), steps, skip, carry
     )
-    return params, opt_state, memory, metrics
+    return params, opt_state, memory.replace(target=target, learned=learned), metrics
 
 
 def learn_step(
-    carry: tuple[Any, Any, Memory], key: jax.Array, *, hp: Any, s: OffPolicyStatic
-) -> tuple[tuple[Any, Any, Memory], dict]:
+    carry: tuple[Any, Any, Any, jax.Array],
+    key: jax.Array,
+    *,
+    buffer: Any,
+    hp: Any,
+    s: OffPolicyStatic,
+) -> tuple[tuple[Any, Any, Any, jax.Array], dict]:
     """One sampled batch: an optimiser step on the algorithm's loss, then the target
     network's move (``move_target``)."""
-    params, opt_state, memory = carry
-    sample = s.buffer.sample(memory.buffer, key).experience  # [N, n, ...]
+    params, opt_state, target, learned = carry
+    sample = s.buffer.sample(buffer, key).experience  # [N, n, ...]
+    loss_key = jax.random.fold_in(key, 1)
     grad_fn = jax.value_and_grad(s.pieces.loss, has_aux=True)
-    (_, metrics), grads = grad_fn(params, memory.target, sample, hp, s)
+    (_, metrics), grads = grad_fn(params, target, sample, loss_key, hp, s)
     params, opt_state = optim.step(
         s.tx,
         grads,
@@ -177,9 +185,9 @@ def learn_step(
         learning_rate=hp.learning_rate,
         max_grad_norm=hp.max_grad_norm,
     )
-    learned = memory.learned + 1
-    target = move_target(memory.target, params, learned, hp, s)
-    return (params, opt_state, memory.replace(target=target, learned=learned)), metrics
+    learned = learned + 1
+    target = move_target(target, params, learned, hp, s)
+    return (params, opt_state, target, learned), metrics
 
 
 def move_target(target: Any, params: Any, learned: jax.Array, hp: Any, s: OffPolicyStatic) -> Any:
@@ -188,6 +196,25 @@ def move_target(target: Any, params: Any, learned: jax.Array, hp: Any, s: OffPol
     due = learned % s.settings.target_period == 0
     moved = optax.incremental_update(params, target, hp.tau)
     return jax.tree.map(lambda new, old: jnp.where(due, new, old), moved, target)
+
+
+def set_aside_transitions(run_state: RunState) -> tuple[RunState, Any]:
+    """(the state without its replay buffer's stored transitions, those transitions);
+    a state with no replay buffer comes back as it is, with None. The write position
+    stays in the state (see ``run/chunk.py``: what the guard holds back)."""
+    if not isinstance(getattr(run_state, "memory", None), Memory):
+        return run_state, None
+    buffer = run_state.memory.buffer
+    memory = run_state.memory.replace(buffer=buffer.replace(experience=None))
+    return run_state.replace(memory=memory), buffer.experience
+
+
+def put_back_transitions(run_state: RunState, transitions: Any) -> RunState:
+    """The inverse of ``set_aside_transitions``."""
+    if transitions is None:
+        return run_state
+    buffer = run_state.memory.buffer.replace(experience=transitions)
+    return run_state.replace(memory=run_state.memory.replace(buffer=buffer))
 
 
 # --------------------------------------------------------------------------------------

@@ -21,7 +21,13 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from nnxrl.algos.hyperparams import hyperparams_type
-from nnxrl.algos.settings import DQNSettings, OnPolicySettings, PPOSettings, PQNSettings
+from nnxrl.algos.settings import (
+    DQNSettings,
+    OnPolicySettings,
+    PPOSettings,
+    PQNSettings,
+    SACSettings,
+)
 from nnxrl.lazy import imported
 from nnxrl.schema import unknown_name
 
@@ -42,6 +48,7 @@ class AlgorithmEntry(NamedTuple):
     head: str  # the head its network carries: 'actor_critic' or 'q' (networks/registry.py)
     discrete_only: bool  # acts by argmax over actions, so needs discrete ones
     recurrent: bool = True  # trains recurrent networks (sequences) too
+    continuous_only: bool = False  # its network shapes its own Gaussian (SAC's)
 
 
 _ALGORITHMS: dict[str, AlgorithmEntry] = {}
@@ -55,14 +62,17 @@ def register_algorithm(
     head: str = "actor_critic",
     discrete_only: bool = False,
     recurrent: bool = True,
+    continuous_only: bool = False,
 ) -> None:
     """Make ``algo: name`` build ``algorithm``, its config section (under ``name``)
     read as ``settings``. ``algorithm`` is either the on-policy skeleton's pieces (an
     ``OnPolicy``, ``algos/on_policy.py``, whose head it carries) or a function
     ``make(settings, env, run, network=, addon=, streams=)`` returning an object with
     ``init``, ``update`` and ``graphdef`` (an algorithm of its own shape, carrying
-    ``head``); ``recurrent``: whether it trains recurrent networks. Registering a name
-    again replaces it (a plugin may be loaded twice)."""
+    ``head``); ``recurrent``: whether it trains recurrent networks;
+    ``continuous_only``: its network shapes a Gaussian of its own for continuous
+    actions (PPO's ``network.log_std`` and ``network.squash`` then do not apply).
+    Registering a name again replaces it (a plugin may be loaded twice)."""
     if not (dataclasses.is_dataclass(settings) and isinstance(settings, type)):
         raise TypeError(f"register_algorithm({name!r}): settings must be a dataclass class")
     if not callable(algorithm) and not issubclass(settings, OnPolicySettings):
@@ -79,7 +89,9 @@ def register_algorithm(
     if not callable(algorithm):  # the skeleton's pieces
         head, algorithm = algorithm.head, partial(on_policy_make, algorithm)
     hp_type = hyperparams_type(settings)
-    entry = AlgorithmEntry(name, settings, algorithm, hp_type, head, discrete_only, recurrent)
+    entry = AlgorithmEntry(
+        name, settings, algorithm, hp_type, head, discrete_only, recurrent, continuous_only
+    )
     _ALGORITHMS[name] = entry
 
 
@@ -112,5 +124,13 @@ register_algorithm(
     imported("nnxrl.algos.dqn", "make_dqn"),
     head="q",
     discrete_only=True,
+    recurrent=False,
+)
+register_algorithm(
+    "sac",
+    SACSettings,
+    imported("nnxrl.algos.sac", "make_sac"),
+    head="soft_actor_critic",
+    continuous_only=True,
     recurrent=False,
 )

@@ -167,10 +167,12 @@ class PQNSettings(OnPolicySettings):
 
 
 @dataclass(frozen=True)
-class DQNSettings:
-    """DQN's settings (the ``dqn`` section of a config): each update every env takes
-    ``num_steps`` steps into the replay buffer, then ``gradient_steps`` minibatches
-    sampled from it each take one optimiser step and move the target network."""
+class OffPolicySettings:
+    """The off-policy skeleton's settings (``algos/off_policy.py``), which DQN's and
+    SAC's sections hold: each update every env takes ``num_steps`` steps into the
+    replay buffer, then ``gradient_steps`` minibatches sampled from it each take one
+    optimiser step and move the target network. The update-to-data ratio is
+    gradient_steps / (num_steps x env.num_envs)."""
 
     num_steps: int = setting(1, "Env steps per env per update (then the gradient steps).", low=1)
     gradient_steps: int = setting(
@@ -200,9 +202,6 @@ class DQNSettings:
     n_step: int = setting(
         1, "n of the n-step return each target sums before it bootstraps.", low=1, high=100
     )
-    double: bool = setting(
-        True, "Double Q-learning: the online network picks the bootstrap action."
-    )
     target_period: int = setting(
         500,
         "Gradient steps between target-network updates (1 with tau < 1: Polyak averaging "
@@ -216,6 +215,16 @@ class DQNSettings:
         high=1,
         low_open=True,
         traced=True,
+    )
+
+
+@dataclass(frozen=True)
+class DQNSettings(OffPolicySettings):
+    """DQN's settings (the ``dqn`` section of a config): the skeleton's, at its
+    defaults, and DQN's own."""
+
+    double: bool = setting(
+        True, "Double Q-learning: the online network picks the bootstrap action."
     )
     epsilon_start: float = setting(
         1.0, "Exploration: epsilon at the first update.", low=0, high=1, traced=True
@@ -236,4 +245,57 @@ class DQNSettings:
     )
     huber_delta: float = setting(
         1.0, "huber: where the loss turns linear.", low=0, low_open=True, traced=True
+    )
+
+
+@dataclass(frozen=True)
+class SACSettings(OffPolicySettings):
+    """SAC's settings (the ``sac`` section of a config): the skeleton's, with the
+    defaults SAC changes (the paper's: Polyak targets after every step, tau 0.005,
+    3e-4, batches of 256), and SAC's own."""
+
+    buffer_size: int = setting(
+        1_000_000, "Replay capacity in transitions per seed (shared equally by the envs).", low=1
+    )
+    batch_size: int = setting(256, "Transitions per sampled minibatch.", low=1)
+    learning_starts: int = setting(
+        5_000,
+        "Transitions per seed in the buffer before the first gradient step (the updates "
+        "before it only act and store).",
+        low=0,
+    )
+    learning_rate: float = setting(
+        3e-4,
+        "Adam step size of the actor, the critics and the temperature (start of the schedule).",
+        low=0,
+        low_open=True,
+        traced=True,
+    )
+    max_grad_norm: float = setting(
+        100.0,
+        "Gradient-norm clip, over the actor's, critics' and temperature's gradients "
+        "together (one optimiser).",
+        low=0,
+        low_open=True,
+        traced=True,
+    )
+    target_period: int = setting(
+        1,
+        "Gradient steps between target-critic updates (1 with tau < 1: Polyak averaging "
+        "after every step).",
+        low=1,
+    )
+    tau: float = setting(
+        0.005,
+        "Target update: theta' <- tau theta + (1 - tau) theta' (1: a copy).",
+        low=0,
+        high=1,
+        low_open=True,
+        traced=True,
+    )
+    target_entropy_per_dim: float = setting(
+        -1.0,
+        "The temperature holds the policy's entropy at this times the action dimension "
+        "(-1: the paper's -dim(A)).",
+        traced=True,
     )

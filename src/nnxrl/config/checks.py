@@ -22,6 +22,7 @@ from nnxrl.config.sections import (
     describe,
     traced_keys,
 )
+from nnxrl.networks.heads import builds_q_network
 from nnxrl.networks.registry import check_network, network_kind
 from nnxrl.schema import ConfigError, to_dict
 from nnxrl.sweeps import space as sweep_lib
@@ -31,12 +32,17 @@ def validate(config: Config) -> Config:
     """Reject impossible combinations; returns the config unchanged when it is sound."""
     env, algo, name = config.env, config.algo_config, config.algo
     batch = schedule.batch_size(config)
-    check_network(config.network, algorithm(name).head)
     if network_kind(config.network.kind).sequences and not algorithm(name).recurrent:
         raise ConfigError(
             f"network.kind: {config.network.kind!r} is recurrent, and {name} trains "
             "feed-forward networks only (its replay holds no hidden states); choose "
-            "network.kind: mlp (or conv), or a recurrent algorithm such as ppo or pqn"
+            "network.kind: feedforward, or a recurrent algorithm such as ppo or pqn"
+        )
+    check_network(config.network, algorithm(name).head)
+    if config.network.dueling and not builds_q_network(algorithm(name).head):
+        raise ConfigError(
+            f"network.dueling: true, but {name}'s network has no Q head to split into a "
+            "value and advantages (Q-networks: algo: dqn or pqn); leave it out"
         )
     if isinstance(algo, OnPolicySettings):
         _validate_minibatches(config, batch)
@@ -316,25 +322,37 @@ def check_parts(config: Config) -> Config:
 
 
 def _validate_action_space(config: Config) -> None:
-    """An algorithm that acts by argmax (PQN) needs discrete actions; the Gaussian's
-    options need continuous ones."""
+    """An algorithm that acts by argmax (PQN, DQN) needs discrete actions, one with
+    its own Gaussian (SAC) continuous ones; the Gaussian's options need continuous
+    ones, and an algorithm with its own Gaussian takes none but its offset."""
     network, defaults = config.network, NetworkConfig()
-    discrete_only = algorithm(config.algo).discrete_only
+    entry = algorithm(config.algo)
     continuous_options = [
         f"network.{k}"
         for k in ("log_std", "squash", "init_log_std")
         if getattr(network, k) != getattr(defaults, k)
     ]
-    if not discrete_only and not continuous_options:
+    shaped = [k for k in continuous_options if k != "network.init_log_std"]
+    if entry.continuous_only and shaped:
+        raise ConfigError(
+            f"{shaped[0]}: set, but algo: {config.algo}'s actor is always a "
+            "tanh-squashed Gaussian with a state-dependent log-std; leave it out"
+        )
+    if not (entry.discrete_only or entry.continuous_only or continuous_options):
         return
     from nnxrl.envs.registry import is_continuous
 
     continuous = is_continuous(config.env)
-    if discrete_only and continuous:
+    if entry.discrete_only and continuous:
         raise ConfigError(
             f"algo: {config.algo} picks actions by argmax over Q-values, so it needs discrete "
-            f"actions; env.id {config.env.id!r} has continuous ones. Use an actor-critic "
-            "such as algo: ppo (a Gaussian policy)"
+            f"actions; env.id {config.env.id!r} has continuous ones. Use algo: sac or an "
+            "actor-critic such as algo: ppo (a Gaussian policy)"
+        )
+    if entry.continuous_only and not continuous:
+        raise ConfigError(
+            f"algo: {config.algo} needs continuous actions; env.id {config.env.id!r} has "
+            "discrete ones. Use algo: dqn, pqn or ppo"
         )
     if continuous_options and not continuous:
         raise ConfigError(

@@ -154,14 +154,25 @@ class TanhGaussian(NamedTuple):
         """[..., D] the squashed mean (greedy)."""
         return self.squash(self.mean)
 
+    def sample_and_log_prob(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """A reparameterised sample [..., D] (differentiable in mean and log_std) and
+        its log-probability [...], from u itself: no atanh of a rounded action."""
+        u = self.base.sample(key)
+        return self.squash(u), self.base.log_prob(u) - self.log_det(u)
+
     def log_prob(self, action: jax.Array) -> jax.Array:
         """[...] log N(u) - sum_d log(h_d (1 - tanh(u_d)^2)), u = atanh((a - c) / h)."""
         centre, half = (self.high + self.low) / 2, (self.high - self.low) / 2
         y = jnp.clip((action - centre) / half, -1.0 + self.EDGE, 1.0 - self.EDGE)
         u = jnp.arctanh(y)
-        # log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)), stable for large |u|
-        log_det = jnp.log(half) + 2.0 * (jnp.log(2.0) - u - jax.nn.softplus(-2.0 * u))
-        return self.base.log_prob(u) - jnp.sum(log_det, axis=-1)
+        return self.base.log_prob(u) - self.log_det(u)
+
+    def log_det(self, u: jax.Array) -> jax.Array:
+        """[...] sum_d log(h_d (1 - tanh(u_d)^2)), the squashing's log-Jacobian, with
+        log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)), stable for large |u|."""
+        half = (self.high - self.low) / 2
+        per_dim = jnp.log(half) + 2.0 * (jnp.log(2.0) - u - jax.nn.softplus(-2.0 * u))
+        return jnp.sum(per_dim, axis=-1)
 
     def entropy(self) -> jax.Array:
         """[...] the Gaussian's entropy before squashing (see the module docstring)."""

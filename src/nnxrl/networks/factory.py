@@ -24,6 +24,7 @@ from nnxrl.networks.q_network import QNetwork, RecurrentQNetwork
 from nnxrl.networks.recurrent import GRU, RecurrentActorCritic
 from nnxrl.networks.registry import network_kind, network_options
 from nnxrl.networks.settings import NetworkSettings
+from nnxrl.networks.soft_actor_critic import SoftActorCritic
 from nnxrl.networks.transformer_xl import TransformerXL
 
 
@@ -53,6 +54,8 @@ def builtin(cls: type, actor: bool, core: Callable[[Any], Any] | None = None) ->
     ) -> Any:
         layer_norm = network.layer_norm if network.layer_norm is not None else not actor
         extra = {} if core is None else {"make_core": core(options)}
+        if not actor:
+            extra["dueling"] = network.dueling
         if actor:
             extra["head"] = PolicyHead.for_env(
                 spec,
@@ -80,6 +83,28 @@ def builtin(cls: type, actor: bool, core: Callable[[Any], Any] | None = None) ->
 # The shipped kinds' builders (registered in ``registry.py``, imported when first built)
 feedforward_actor_critic = builtin(ActorCritic, actor=True)
 feedforward_q = builtin(QNetwork, actor=False)
+
+
+def feedforward_soft_actor_critic(
+    network: NetworkSettings, options: Any, spec: EnvSpec, num_values: int, rngs: nnx.Rngs
+) -> SoftActorCritic:
+    """SAC's actor, twin critics and temperature: the actor always a tanh-squashed
+    Gaussian with a state-dependent log-std (``network.init_log_std`` its offset)."""
+    head = PolicyHead.for_env(
+        spec, rngs, log_std="state_dependent", squash="tanh", init_log_std=network.init_log_std
+    )
+    return SoftActorCritic(
+        spec.obs_shape,
+        spec.num_actions,
+        network.num_layers,
+        network.width,
+        network.activation,
+        network.conv_features,
+        rngs=rngs,
+        num_values=num_values,
+        layer_norm=bool(network.layer_norm),
+        head=head,
+    )
 
 
 def gru_core(options: Any) -> Any:

@@ -7,8 +7,12 @@ names. Shipped:
 - ``actor_critic`` (PPO, A2C): the network's ``step`` gives (hidden, a distribution,
   values); a policy samples from the distribution among the legal actions (greedy:
   its mode);
-- ``q`` (PQN): ``step`` gives (hidden, Q [B, K, A]); a policy acts epsilon-greedily on
-  the streams' weighted Qs (``Policy.epsilon``, 0 by default: greedy).
+- ``q`` (PQN, DQN): ``step`` gives (hidden, Q [B, K, A]); a policy acts
+  epsilon-greedily on the streams' weighted Qs (``Policy.epsilon``, 0 by default:
+  greedy);
+- ``soft_actor_critic`` (SAC): an actor-critic's ``step`` (its distribution a
+  tanh-squashed Gaussian), twin critics Q(s, a) and the entropy temperature
+  (``soft_actor_critic.py``); feed-forward only.
 
 A head of one's own may build the network of another (``builds="q"``) and act on it
 its own way (``examples/custom_head.py``: Boltzmann exploration on a Q-network).
@@ -37,6 +41,7 @@ class Head(NamedTuple):
     acting: Callable[..., tuple[Any, Any]]  # how a policy acts from it (module docstring)
     describe: Callable[[Any, bool], str]  # (policy, greedy) -> how it chooses, in words
     takes_epsilon: bool  # acts epsilon-greedily (``Policy.epsilon``, ``eval --epsilon``)
+    q_values: bool = False  # its network outputs Q [B, K, A] (``network.dueling`` applies)
 
 
 _HEADS: dict[str, Head] = {}
@@ -49,13 +54,16 @@ def register_head(
     builds: str | None = None,
     describe: Callable[[Any, bool], str] | None = None,
     takes_epsilon: bool = False,
+    q_values: bool = False,
 ) -> None:
     """Make ``name`` a head an algorithm may carry (``OnPolicy.head``) and a policy
     may act from: its network built by the builders keyed ``builds`` (default: its
     own name), acting with ``acting``, described by ``describe`` (default: sampled, or
-    greedy); ``takes_epsilon`` if it acts epsilon-greedily with ``Policy.epsilon``.
-    Registering a name again replaces it."""
-    _HEADS[name] = Head(name, builds or name, acting, describe or sampled, takes_epsilon)
+    greedy); ``takes_epsilon`` if it acts epsilon-greedily with ``Policy.epsilon``;
+    ``q_values`` if its network outputs Q-values. Registering a name again replaces it."""
+    _HEADS[name] = Head(
+        name, builds or name, acting, describe or sampled, takes_epsilon, q_values
+    )
 
 
 def head(name: str) -> Head:
@@ -63,6 +71,13 @@ def head(name: str) -> Head:
     if name not in _HEADS:
         raise unknown_name("head", name, _HEADS, REGISTER)
     return _HEADS[name]
+
+
+def builds_q_network(name: str) -> bool:
+    """Whether the network head ``name`` acts from is a Q-network (its own, or the
+    one it ``builds``)."""
+    entry = head(name)
+    return entry.q_values or head(entry.builds).q_values
 
 
 def known_heads() -> list[str]:
@@ -83,8 +98,12 @@ def epsilon_greedy(policy: Any, greedy: bool) -> str:
 
 register_head("actor_critic", imported("nnxrl.networks.acting", "from_distribution"))
 register_head(
+    "soft_actor_critic", imported("nnxrl.networks.acting", "from_distribution")
+)  # SAC's: acts as an actor-critic does, from its squashed Gaussian
+register_head(
     "q",
     imported("nnxrl.networks.acting", "epsilon_greedy_on_q"),
     describe=epsilon_greedy,
     takes_epsilon=True,
+    q_values=True,
 )

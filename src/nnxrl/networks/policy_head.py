@@ -55,6 +55,11 @@ class PolicyHead(nnx.Module):
         """The head for ``spec``'s action space (``options``: the continuous ones)."""
         return cls(spec.num_actions, rngs, low=spec.action_low, high=spec.action_high, **options)
 
+    def unit_action(self, action: jax.Array) -> jax.Array:
+        """Continuous actions [..., D] in [low, high] -> [-1, 1] (a critic's input)."""
+        low, high = jnp.asarray(self.low, jnp.float32), jnp.asarray(self.high, jnp.float32)
+        return (action - (high + low) / 2) / ((high - low) / 2)
+
     def __call__(self, out: jax.Array) -> Categorical | DiagGaussian | TanhGaussian:
         """[..., outputs] -> the distribution over [...] actions."""
         if self.squash is None:

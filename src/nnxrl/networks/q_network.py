@@ -7,6 +7,10 @@ between an embedding MLP and the head (PQN-RNN). Both output [..., K, A]: one ro
 action values per reward stream (K = 2 when an intrinsic reward has its own head), and
 both are driven through the interface the actor-critics use: ``initial_hidden``,
 ``step`` (one env step, hidden state in and out) and ``unroll`` (whole sequences).
+
+``dueling`` (Wang et al. 2016, "Dueling Network Architectures"): the last layer gives
+one more output per stream, a state value V, beside the advantages A of the actions,
+and Q = V + A - mean_a A (``q_values``).
 """
 
 from __future__ import annotations
@@ -37,13 +41,14 @@ class QNetwork(nnx.Module):
         rngs: nnx.Rngs,
         num_values: int = 1,
         layer_norm: bool = True,
+        dueling: bool = False,
     ):
         self.encoder = Encoder(obs_shape, conv_features, activation, rngs)
         d = self.encoder.out_features
-        self.mlp = MLP(
-            d, num_values * num_actions, num_layers, width, activation, 1.0, rngs, layer_norm
-        )
+        outputs = num_values * (num_actions + dueling)
+        self.mlp = MLP(d, outputs, num_layers, width, activation, 1.0, rngs, layer_norm)
         self.shape = (num_values, num_actions)
+        self.dueling = dueling
 
     def initial_hidden(self, batch_size: int) -> jax.Array:
         return jnp.zeros((batch_size, 0), jnp.float32)
@@ -59,8 +64,7 @@ class QNetwork(nnx.Module):
         return self(obs)
 
     def __call__(self, obs: jax.Array) -> jax.Array:
-        q = self.mlp(self.encoder(obs))
-        return q.reshape((*q.shape[:-1], *self.shape))
+        return q_values(self.mlp(self.encoder(obs)), self.shape, self.dueling)
 
 
 class RecurrentQNetwork(nnx.Module):
@@ -80,6 +84,7 @@ class RecurrentQNetwork(nnx.Module):
         num_values: int = 1,
         layer_norm: bool = True,
         make_core: Callable[[int, int, nnx.Rngs], nnx.Module] = GRU,
+        dueling: bool = False,
     ):
         self.encoder = Encoder(obs_shape, conv_features, activation, rngs)
         d = self.encoder.out_features
@@ -88,9 +93,10 @@ class RecurrentQNetwork(nnx.Module):
         self.embed = MLP(d, width, num_layers - 1, width, activation, np.sqrt(2), rngs, layer_norm)
         self.embed_norm = nnx.LayerNorm(width, rngs=rngs) if layer_norm else None
         self.core = make_core(width, width, rngs)
-        self.head = orthogonal_linear(width, num_values * num_actions, 1.0, rngs)
+        self.head = orthogonal_linear(width, num_values * (num_actions + dueling), 1.0, rngs)
         self.activation = ACTIVATIONS[activation]
         self.shape = (num_values, num_actions)
+        self.dueling = dueling
         self.hidden_size = self.core.state_size
 
     def initial_hidden(self, batch_size: int) -> jax.Array:
@@ -116,8 +122,17 @@ class RecurrentQNetwork(nnx.Module):
         return self.activation(x)
 
     def _head(self, h: jax.Array) -> jax.Array:
-        q = self.head(h)
-        return q.reshape((*q.shape[:-1], *self.shape))
+        return q_values(self.head(h), self.shape, self.dueling)
+
+
+def q_values(out: jax.Array, shape: tuple[int, int], dueling: bool) -> jax.Array:
+    """The head's outputs [..., K (A + dueling)] -> Q [..., K, A]; dueling: each
+    stream's first output is V, the rest A, and Q = V + A - mean_a A."""
+    if not dueling:
+        return out.reshape((*out.shape[:-1], *shape))
+    out = out.reshape((*out.shape[:-1], shape[0], shape[1] + 1))
+    value, advantage = out[..., :1], out[..., 1:]
+    return value + advantage - advantage.mean(axis=-1, keepdims=True)
 
 
 def acting_values(q: jax.Array, weights: jax.Array) -> jax.Array:

@@ -14,6 +14,9 @@ Heads, and what the built module must offer (batch dims ``*L`` lead every array)
   steps ``[N, ...]``) also ``value(obs) -> [*L, K]``.
 - ``q`` (PQN): the same ``initial_hidden``, ``step -> (hidden, q [B, K, A])`` and
   ``unroll -> q [T, B, K, A]``; a feed-forward kind also ``__call__(obs) -> q``.
+- ``soft_actor_critic`` (SAC; the ``feedforward`` kind only): ``initial_hidden`` and
+  ``step`` as ``actor_critic``'s, ``distribution(obs)`` (a ``TanhGaussian``),
+  ``q(obs, action) -> [2, *L, K]`` and the parameter ``log_alpha``.
 
 A builder is ``build(network, options, spec, num_values, rngs)``: the shared
 ``NetworkSettings``, the kind's options, the env's ``EnvSpec``, K (critic outputs or
@@ -112,7 +115,14 @@ def _shipped(kind: str) -> dict[str, Callable[..., Any]]:
     return {head: imported("nnxrl.networks.factory", f"{kind}_{head}") for head in SHIPPED_HEADS}
 
 
-register_network("feedforward", NoOptions, _shipped("feedforward"))
+register_network(
+    "feedforward",
+    NoOptions,
+    {
+        **_shipped("feedforward"),
+        "soft_actor_critic": imported("nnxrl.networks.factory", "feedforward_soft_actor_critic"),
+    },
+)
 register_network("gru", NoOptions, _shipped("gru"), sequences=True)
 register_network("lstm", NoOptions, _shipped("lstm"), sequences=True)
 register_network("min_gru", MinGRUOptions, _shipped("min_gru"), sequences=True)

@@ -40,6 +40,11 @@ class NetworkSettings:
         "LayerNorm after each hidden layer, before its activation (None: on for PQN, as "
         "in its paper; off for PPO).",
     )
+    dueling: bool = setting(
+        False,
+        "Q-networks (PQN, DQN): the last layer gives a state value V and action "
+        "advantages A, Q = V + A - mean_a A (Wang et al. 2016).",
+    )
     log_std: Literal["state_independent", "state_dependent"] = setting(
         "state_independent",
         "Continuous actions: the Gaussian's log-std is a learned vector "
