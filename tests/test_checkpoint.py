@@ -89,6 +89,20 @@ VARIANTS = {
             "dqn.batch_size=16",
             "dqn.gradient_steps=2",
             "dqn.n_step=3",
+            "network.dueling=true",
+        ],
+    ),
+    # SAC's buffer, target critics and the temperature; the loss's own samples
+    "sac": (
+        "configs/sac-pendulum.yaml",
+        [
+            "env.num_envs=4",
+            "network.width=16",
+            "sac.num_steps=32",
+            "sac.buffer_size=512",
+            "sac.learning_starts=64",
+            "sac.batch_size=16",
+            "sac.gradient_steps=2",
         ],
     ),
 }
@@ -96,10 +110,10 @@ VARIANTS = {
 
 def load(name, *extra):
     path, overrides = VARIANTS[name]
-    algo = name.split("-")[0] if name.startswith(("pqn", "dqn")) else "ppo"
+    algo = name.split("-")[0] if name.startswith(("pqn", "dqn", "sac")) else "ppo"
     small = [s.replace("ppo.", f"{algo}.") for s in SMALL]
-    if algo == "dqn":  # its own rollout and batch settings
-        small = [s for s in small if not s.startswith("dqn.")]
+    if algo in ("dqn", "sac"):  # their own rollout and batch settings
+        small = [s for s in small if not s.startswith(f"{algo}.")]
     return config_lib.load(ROOT / path, [*small, *overrides, *extra])
 
 
@@ -129,34 +143,77 @@ def test_resume_is_bit_exact(tmp_path, variant):
         assert any("inverse_covariance" in p for p in meta["paths"])
 
 
-def test_ctrl_c_in_a_subprocess_leaves_a_checkpoint_that_resumes_exactly(tmp_path, alone):
-    # 320 updates, so that it is still training when stopped; 8 periodic saves, not 80
-    overrides = [*SMALL, "total_env_steps=40960", "logging.backends=[console]"]
-    overrides += ["checkpoint.every_updates=40"]
-    overrides = [o for o in overrides if not o.startswith("logging.backends=[]")]
-    run_training(
-        config_lib.load(ROOT / "configs/ppo-cartpole.yaml", overrides),
-        tmp_path / "whole",
-        quiet=True,
+def test_a_checkpoint_without_the_replay_buffer_resumes_from_empty_and_says_so(tmp_path, capsys):
+    """checkpoint.replay: false leaves the buffer's transitions and write position out;
+    the resumed run refills it from empty (its gradient steps pause until it holds
+    learning_starts again), says in one line that it is not exact, and finishes."""
+    config = load(
+        "dqn", "checkpoint.every_updates=8", "checkpoint.replay=false", "dqn.learning_starts=256"
     )
+    with pytest.raises(KeyboardInterrupt):
+        run_training(config, tmp_path / "run", quiet=True, stop_after=8)
+    meta = checkpoint.load_meta(tmp_path / "run")
+    left_out = [meta["paths"][i] for i in meta["left_out"]]
+    assert left_out and all(".memory.buffer." in p for p in left_out), left_out
+    assert any("experience" in p for p in left_out) and any("current_index" in p for p in left_out)
+    capsys.readouterr()
+    run_training(config, tmp_path / "run", resume=True)
+    err = capsys.readouterr().err
+    assert "not an exact resume: checkpoint 8 holds no replay buffer" in err, err
+    records = [
+        json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().split("\n") if x
+    ]
+    steps = {r["update"]: r["stats/gradient_steps"] for r in records if r["seed"] == 0}
+    assert steps[9] == steps[8] and steps[max(steps)] > steps[8], steps  # paused, then on
+
+
+# (config, signal, overrides): runs of 320 updates, so that each is still training
+# when stopped, with 8 periodic saves; SIGINT checkpoints where it stops, SIGKILL
+# leaves the last periodic checkpoint and records past it, which resume replaces
+STOPPED = {
+    "ppo-ctrl-c": ("configs/ppo-cartpole.yaml", signal.SIGINT, [*SMALL, "total_env_steps=40960"]),
+    "dqn-kill": (
+        "configs/dqn-cartpole.yaml",
+        signal.SIGKILL,
+        [*VARIANTS["dqn"][1], "dqn.num_steps=8", "total_env_steps=10240"],
+    ),
+    "sac-ctrl-c": (
+        "configs/sac-pendulum.yaml",
+        signal.SIGINT,
+        [*VARIANTS["sac"][1], "sac.num_steps=8", "total_env_steps=10240"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(STOPPED))
+def test_a_run_stopped_in_a_subprocess_resumes_exactly(tmp_path, alone, case):
+    """Ctrl-C (PPO, SAC) or SIGKILL (DQN: its buffer, target and optimiser from the
+    last periodic checkpoint) part-way; the resumed run's records and parameters are
+    byte-identical to an uninterrupted run's."""
+    path, sig, overrides = STOPPED[case]
+    overrides = [o for o in overrides if not o.startswith(("logging.", "checkpoint."))]
+    overrides += ["logging.backends=[console]", "logging.updates_per_chunk=2"]
+    overrides += ["fast_compile=true", "checkpoint.every_updates=40"]
+    run_training(config_lib.load(ROOT / path, overrides), tmp_path / "whole", quiet=True)
     out = tmp_path / "split"
-    args = [sys.executable, "-m", "nnxrl.cli", "train", str(ROOT / "configs/ppo-cartpole.yaml")]
-    args += ["--out", str(out)] + sum((["--set", o] for o in overrides), [])
+    args = [sys.executable, "-m", "nnxrl.cli", "train", str(ROOT / path), "--out", str(out)]
+    args += sum((["--set", o] for o in overrides), [])
     with alone():
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 120
-        while time.time() < deadline:  # wait until training is under way
+        while time.time() < deadline:  # wait until training is past its first save
             metrics = out / "metrics.jsonl"
-            if metrics.exists() and len(metrics.read_text().splitlines()) >= 4:
+            if metrics.exists() and len(metrics.read_text().splitlines()) >= 48:
                 break
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
+    assert proc.returncode == (130 if sig == signal.SIGINT else -signal.SIGKILL), err
     stopped_at = checkpoint.latest(out)
-    assert 0 < stopped_at < 80, stopped_at  # stopped part-way, checkpointed where it stopped
+    assert 0 < stopped_at < 320, stopped_at
     lines = (out / "metrics.jsonl").read_text().splitlines()
-    assert json.loads(lines[-1])["update"] == stopped_at
+    if sig == signal.SIGINT:  # checkpointed where it stopped
+        assert json.loads(lines[-1])["update"] == stopped_at
     assert main(["train", "--resume", str(out), "--set", "logging.backends=[]"]) == 0
     assert (tmp_path / "whole" / "metrics.jsonl").read_bytes() == (
         out / "metrics.jsonl"
@@ -283,6 +340,40 @@ def test_a_nan_stops_the_run_naming_seed_update_metric_with_a_good_checkpoint(tm
     assert max(r["update"] for r in records) == 5 and len(records) == 10
     policy = policy_from_checkpoint(out)  # the last good state loads, and is finite
     assert all(np.all(np.isfinite(x)) for x in jax.tree.leaves(policy.params))
+
+
+def test_a_nan_in_dqn_leaves_the_checkpoint_of_the_last_good_update_as_a_clean_run_has_it(
+    tmp_path,
+):
+    """The guard holds back all but the buffer's stored transitions (they are never
+    copied): the halted run's checkpoint at update 5 equals a clean run's at update 5
+    in every leaf, but for the buffer rows past the write position, which the failed
+    update wrote (NaN rewards) and the next update overwrites before sampling."""
+    register("poison", PoisonOptions, make_poison)
+    runs = {}
+    # the clean run ends at update 5; the other halts at 6 and saves 5 from the guard
+    for name, start, steps in (("clean", 10**6, 640), ("nan", 5, 1280)):
+        out = tmp_path / name
+        args = ["train", str(ROOT / "configs/dqn-cartpole.yaml"), "--out", str(out)]
+        overrides = [*VARIANTS["dqn"][1], f"total_env_steps={steps}", "dqn.buffer_size=4096"]
+        overrides += ["logging.backends=[]", "logging.updates_per_chunk=5"]
+        overrides += ["checkpoint.every_updates=10", "dqn.anneal_lr=false"]
+        overrides += ["dqn.epsilon_decay_fraction=0"]  # no schedule over the run's length
+        overrides += ["intrinsic.addon=poison", f"intrinsic.options={{from_rollout: {start}}}"]
+        overrides += ["fast_compile=true"]
+        assert main(args + sum((["--set", o] for o in overrides), [])) == (0 if start > 5 else 3)
+        items, meta = checkpoint.read_items(out, 5, with_state=True)
+        runs[name] = {p: items.get(f"leaf_{i:05d}") for i, p in enumerate(meta["paths"])}
+    index = [p for p in runs["clean"] if p.endswith("memory.buffer.current_index")][0]
+    written = int(np.ravel(runs["clean"][index])[0])  # each env's row: steps [0, written)
+    assert written == 5 * 32
+    for path, clean in runs["clean"].items():
+        got = runs["nan"][path]
+        if ".memory.buffer.experience" in path:
+            clean, got = clean[:, :, :written], got[:, :, :written]  # [seed, env, step]
+        np.testing.assert_array_equal(clean, got, err_msg=path)
+    rewards = [p for p in runs["nan"] if p.endswith("experience.reward")][0]
+    assert np.isnan(runs["nan"][rewards][:, :, written : written + 32]).all()
 
 
 def test_eval_render_and_export_on_cartpole(small_run, tmp_path, capsys):

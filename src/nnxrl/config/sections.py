@@ -170,6 +170,12 @@ class CheckpointConfig:
         low_open=True,
     )
     keep: int = _field(3, "Keep the newest this many checkpoints.", low=1)
+    replay: bool = _field(
+        True,
+        "Save an off-policy algorithm's replay buffer (DQN, SAC) in checkpoints, so that "
+        "a resumed run is exact. false: leave its transitions out (for a buffer too large "
+        "to write often); a resumed run then refills it from empty and is not exact.",
+    )
 
 
 @dataclass(frozen=True)

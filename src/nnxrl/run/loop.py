@@ -37,6 +37,10 @@ from nnxrl.run.stop import StopRequest
 from nnxrl.store import checkpoint
 from nnxrl.sweeps.pbt import next_step_cut
 
+# the replay buffer's leaves in the run state (``RunState.memory.buffer``), which a
+# checkpoint leaves out with ``checkpoint.replay: false``
+REPLAY_BUFFER = ".memory.buffer."
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -170,7 +174,9 @@ class RunLoop:
         if not self.config.checkpoint.enabled or update == self.saved_at:
             return
         meta = {"config": config_lib.saved_dict(self.config), **meta}
-        checkpoint.save(self.out_dir, update, state, meta, keep=self.config.checkpoint.keep)
+        leave_out = None if self.config.checkpoint.replay else REPLAY_BUFFER
+        keep = self.config.checkpoint.keep
+        checkpoint.save(self.out_dir, update, state, meta, keep=keep, leave_out=leave_out)
         self.saved_at, self.cadence.last_time = update, time.perf_counter()
 
     def save_periodic(self, state: Any, update: int) -> None:

@@ -314,9 +314,17 @@ def start_state(programs: Programs, out_dir: Path, update: int, quiet: bool) -> 
     """The initial state (update 0) or the checkpoint of ``update``, on the devices."""
     if update == 0:
         return programs.init()
-    restored, _ = checkpoint.restore(out_dir, programs.template, update)
+    restored, meta = checkpoint.restore(out_dir, programs.template, update)
     if not quiet:
         print(f"resumed from the checkpoint at update {update}", flush=True)
+    if meta.get("left_out"):
+        print(
+            f"nnxrl: not an exact resume: checkpoint {update} holds no replay buffer "
+            "(checkpoint.replay: false), so the buffer refills from empty and learning "
+            "waits for learning_starts transitions again",
+            file=sys.stderr,
+            flush=True,
+        )
     return restored
 
 

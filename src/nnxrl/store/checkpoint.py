@@ -82,21 +82,38 @@ def _leaves(state: Any) -> tuple[list[Any], list[str]]:
     return arrays, paths
 
 
-def save(run_dir: str | Path, update: int, state: Any, meta: dict, keep: int | None = None) -> Path:
+def save(
+    run_dir: str | Path,
+    update: int,
+    state: Any,
+    meta: dict,
+    keep: int | None = None,
+    leave_out: str | None = None,
+) -> Path:
     """Write the checkpoint for ``update`` (keeping the newest ``keep``); returns its path.
-    In a multi-process run every process calls this and writes its shards."""
-    import orbax.checkpoint as ocp
-
+    Leaves whose path holds ``leave_out`` (e.g. ``.memory.buffer``) are not written
+    and come back as zeros (``restore``). In a multi-process run every process calls
+    this and writes its shards."""
     arrays, paths = _leaves(state)
+    left_out = [i for i, p in enumerate(paths) if leave_out and leave_out in p]
     meta = {
         **meta,
         "update": int(update),
         "paths": paths,
         "shapes": [list(a.shape) for a in arrays],
         "dtypes": [str(a.dtype) for a in arrays],
+        "left_out": left_out,
     }
     # empty arrays (a feed-forward net's [S, B, 0] hidden state) are rebuilt from meta
-    items = {f"leaf_{i:05d}": a for i, a in enumerate(arrays) if a.size}
+    items = {f"leaf_{i:05d}": a for i, a in enumerate(arrays) if stored(meta, i)}
+    return write(run_dir, update, items, meta, keep)
+
+
+def write(run_dir: str | Path, update: int, items: dict, meta: dict, keep: int | None) -> Path:
+    """Orbax's save of ``items`` and ``meta`` as the checkpoint of ``update``; a
+    StorageError naming what is intact if it cannot."""
+    import orbax.checkpoint as ocp
+
     directory = checkpoint_dir(run_dir)
     try:
         # a failed write leaves tensorstore's late callbacks printing pages of tracebacks
@@ -125,6 +142,11 @@ def save(run_dir: str | Path, update: int, state: Any, meta: dict, keep: int | N
             f"`nnxrl train --resume {Path(run_dir)}` continues from the newest"
         ) from None
     return directory / str(update)
+
+
+def stored(meta: dict, i: int) -> bool:
+    """Whether leaf ``i`` of a checkpoint is written: not empty, not left out."""
+    return bool(math.prod(meta["shapes"][i])) and i not in meta.get("left_out", ())
 
 
 def _remove_partial(directory: Path) -> None:
@@ -199,7 +221,7 @@ def restore(run_dir: str | Path, template: Any, update: int | None = None) -> tu
     targets = {
         f"leaf_{i:05d}": _target(want.shape, want.dtype, sharding)
         for i, (want, sharding) in enumerate(zip(expected, shardings, strict=True))
-        if math.prod(want.shape)
+        if stored(meta, i)
     }
     items, meta = read_items(run_dir, meta["update"], with_state=True, targets=targets)
     leaves = []
@@ -207,7 +229,7 @@ def restore(run_dir: str | Path, template: Any, update: int | None = None) -> tu
         name = f"leaf_{i:05d}"
         if name in items:
             got = items[name]
-        else:  # an empty array (a feed-forward net's hidden state) is not stored
+        else:  # not stored: an empty array, or left out (an empty replay buffer is zeros)
             got = np.zeros(meta["shapes"][i], np.dtype(meta["dtypes"][i]))
             got = jax.device_put(got, sharding) if sharding is not None else got
         # keys come back through their raw data (nnxrl makes them with the default impl)
@@ -275,7 +297,7 @@ def numpy_targets(meta: dict) -> dict:
     return {
         f"leaf_{i:05d}": np.empty(shape, np.dtype(dtype))
         for i, (shape, dtype) in enumerate(shapes)
-        if math.prod(shape)
+        if stored(meta, i)
     }
 
 
