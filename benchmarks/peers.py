@@ -1,9 +1,10 @@
-"""nnxrl beside rejax, side by side in one run: PPO (or DQN) on CartPole-v1 at matched
-settings.
+"""nnxrl beside rejax, side by side in one run: PPO (or DQN) on CartPole-v1, SAC on
+Pendulum-v1, at matched settings.
 
     uv run python benchmarks/peers.py                  # 1 and 8 seeds, 3 alternated repetitions
     uv run python benchmarks/peers.py --seeds 1 --repeats 1
     uv run python benchmarks/peers.py --algo dqn       # DQN: nnxrl and rejax
+    uv run python benchmarks/peers.py --algo sac       # SAC: nnxrl and rejax
 
 A third side, "plain JAX", is the least PPO program that computes what nnxrl's config
 asks (``benchmarks/ppo_floor.py --matched``: one jitted function, the annealed learning
@@ -44,6 +45,19 @@ element-wise (nnxrl by global norm) and treats time limits as terminations (nnxr
 bootstraps through them from the final observation it stores). Final returns are of
 greedy actions for both.
 
+SAC (``--algo sac``; no plain-JAX side): nnxrl's configs/sac-pendulum.yaml with
+rejax's Pendulum settings, which it quotes (1 env, one step then one gradient step
+per update, batches of 256 from a 10,000-transition buffer filled with 256 first,
+Adam at 1e-2 for actor, critics and temperature, target critics Polyak-averaged
+every step with 0.98 of the old, the temperature from 1 toward an entropy of
+-dim(A), two SiLU/swish layers of 64, 20,000 env steps). Where they differ by
+design: rejax's shipped Pendulum config standardises observations (nnxrl's SAC sees
+them as they are; rejax runs here without, for equal inputs), rejax updates actor,
+critics and temperature in turn with three optimisers (nnxrl one step on the sum of
+the three losses: the critics' target uses the actor before the step), clips no
+gradient (nnxrl by global norm 100) and treats time limits as terminations. Final
+returns are of sampled actions for both.
+
 Compile time is what each library spends before the first env step: tracing,
 lowering and XLA compilation of every program the run needs (nnxrl: init and the
 chunk of updates; rejax: its one train program). Env steps/s is env steps of all
@@ -66,7 +80,13 @@ from typing import Any
 HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
 CONFIG = ROOT / "configs" / "ppo-cartpole.yaml"
-SIDES = {"ppo": ["nnxrl", "rejax", "plain JAX"], "dqn": ["nnxrl", "rejax"]}
+SIDES = {
+    "ppo": ["nnxrl", "rejax", "plain JAX"],
+    "dqn": ["nnxrl", "rejax"],
+    "sac": ["nnxrl", "rejax"],
+}
+SAC_CONFIG = ROOT / "configs" / "sac-pendulum.yaml"
+SAC_STEPS = 20_000
 DQN_CONFIG = ROOT / "configs" / "dqn-cartpole.yaml"
 DQN_EQUAL = ["dqn.n_step=1", "dqn.anneal_lr=false", "dqn.target_period=5"]  # rejax's
 DQN_STEPS = 200_000
@@ -78,7 +98,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, action="append", help="default: 1 and 8")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--algo", choices=("ppo", "dqn"), default="ppo")
+    parser.add_argument("--algo", choices=tuple(SIDES), default="ppo")
     parser.add_argument("--worker", choices=("nnxrl", "rejax"), help=argparse.SUPPRESS)
     parser.add_argument("--cache-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -87,7 +107,9 @@ def main() -> None:
         if args.worker == "nnxrl":
             result = run_nnxrl(seeds, args.cache_dir, args.algo)
         else:
-            result = run_rejax(seeds) if args.algo == "ppo" else run_rejax_dqn(seeds)
+            result = {"ppo": run_rejax, "dqn": run_rejax_dqn, "sac": run_rejax_sac}[args.algo](
+                seeds
+            )
         print("RESULT " + json.dumps(result), flush=True)
         return
     print("| run | library | compile s | env steps/s | final return | peak RSS MiB |", flush=True)
@@ -203,7 +225,8 @@ def run_nnxrl(seeds: int, cache_dir: str | None, algo: str = "ppo") -> dict:
     overrides = [f"num_seeds={seeds}", "logging.backends=[]", *cache]
     if algo == "dqn":
         overrides += DQN_EQUAL
-    config = config_lib.load(str(DQN_CONFIG if algo == "dqn" else CONFIG), overrides)
+    path = {"ppo": CONFIG, "dqn": DQN_CONFIG, "sac": SAC_CONFIG}[algo]
+    config = config_lib.load(str(path), overrides)
     result = train(config)
     policy = policy_of(config, result.params)
     episodes = play_first_episodes(policy, EVAL_EPISODES, greedy=False, key=jax.random.key(1))
@@ -296,6 +319,28 @@ def run_rejax_dqn(seeds: int) -> dict:
         exploration_fraction=0.5,
         gamma=0.99,
         ddqn=True,
+    )
+    return timed_rejax(algo, seeds)
+
+
+def run_rejax_sac(seeds: int) -> dict:
+    """rejax's SAC at the settings of configs/sac-pendulum.yaml (see the docstring)."""
+    from rejax import SAC
+
+    algo = SAC.create(
+        env="Pendulum-v1",
+        agent_kwargs={"activation": "swish"},  # its layers: (64, 64)
+        num_envs=1,
+        buffer_size=10_000,
+        fill_buffer=256,
+        batch_size=256,
+        learning_rate=1e-2,
+        num_epochs=1,
+        total_timesteps=SAC_STEPS,
+        eval_freq=SAC_STEPS,
+        skip_initial_evaluation=True,
+        gamma=0.99,
+        polyak=0.98,
     )
     return timed_rejax(algo, seeds)
 
