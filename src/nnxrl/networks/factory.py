@@ -43,9 +43,12 @@ def build_network(
     return build(network, options, spec, num_values, nnx.Rngs(params=key))
 
 
-def builtin(cls: type, actor: bool, core: Callable[[Any], Any] | None = None) -> Any:
+def builtin(
+    cls: type, actor: bool, core: Callable[[Any], Any] | None = None, squashed: bool = False
+) -> Any:
     """A builder for one of nnxrl's own network classes: an actor-critic (``actor``:
-    with the actor's distribution for the env's action space) or a Q-network, a
+    with the actor's distribution for the env's action space; ``squashed``: always a
+    tanh-squashed Gaussian with a state-dependent log-std, SAC's) or a Q-network, a
     recurrent one with the memory core ``core(options)`` makes. ``network.layer_norm``
     None means on for a Q-network (as in PQN's paper), off for an actor-critic."""
 
@@ -60,8 +63,8 @@ def builtin(cls: type, actor: bool, core: Callable[[Any], Any] | None = None) ->
             extra["head"] = PolicyHead.for_env(
                 spec,
                 rngs,
-                log_std=network.log_std,
-                squash=network.squash,
+                log_std="state_dependent" if squashed else network.log_std,
+                squash="tanh" if squashed else network.squash,
                 init_log_std=network.init_log_std,
             )
         return cls(
@@ -83,28 +86,7 @@ def builtin(cls: type, actor: bool, core: Callable[[Any], Any] | None = None) ->
 # The shipped kinds' builders (registered in ``registry.py``, imported when first built)
 feedforward_actor_critic = builtin(ActorCritic, actor=True)
 feedforward_q = builtin(QNetwork, actor=False)
-
-
-def feedforward_soft_actor_critic(
-    network: NetworkSettings, options: Any, spec: EnvSpec, num_values: int, rngs: nnx.Rngs
-) -> SoftActorCritic:
-    """SAC's actor, twin critics and temperature: the actor always a tanh-squashed
-    Gaussian with a state-dependent log-std (``network.init_log_std`` its offset)."""
-    head = PolicyHead.for_env(
-        spec, rngs, log_std="state_dependent", squash="tanh", init_log_std=network.init_log_std
-    )
-    return SoftActorCritic(
-        spec.obs_shape,
-        spec.num_actions,
-        network.num_layers,
-        network.width,
-        network.activation,
-        network.conv_features,
-        rngs=rngs,
-        num_values=num_values,
-        layer_norm=bool(network.layer_norm),
-        head=head,
-    )
+feedforward_soft_actor_critic = builtin(SoftActorCritic, actor=True, squashed=True)
 
 
 def gru_core(options: Any) -> Any:

@@ -61,9 +61,7 @@ def register_head(
     own name), acting with ``acting``, described by ``describe`` (default: sampled, or
     greedy); ``takes_epsilon`` if it acts epsilon-greedily with ``Policy.epsilon``;
     ``q_values`` if its network outputs Q-values. Registering a name again replaces it."""
-    _HEADS[name] = Head(
-        name, builds or name, acting, describe or sampled, takes_epsilon, q_values
-    )
+    _HEADS[name] = Head(name, builds or name, acting, describe or sampled, takes_epsilon, q_values)
 
 
 def head(name: str) -> Head:
