@@ -77,6 +77,13 @@ def test_dqn_takes_discrete_actions_and_feed_forward_networks_by_name():
         config_lib.check_parts(pendulum)
 
 
+def test_learning_that_waits_for_more_than_the_buffer_holds_is_refused_by_name():
+    with pytest.raises(config_lib.ConfigError) as e:
+        config_lib.load("configs/dqn-cartpole.yaml", ["dqn.learning_starts=60000"])
+    assert str(e.value).startswith("dqn.learning_starts: 60,000 transitions cannot wait in a")
+    assert "lower dqn.learning_starts to at most 50,000 or raise dqn.buffer_size" in str(e.value)
+
+
 def test_a_replay_buffer_that_cannot_fit_is_refused_by_name_before_compiling(tmp_path, capsys):
     """Two billion CartPole transitions (about 80 GB) are refused from the run state's
     shapes alone, naming the buffer's size and the key that sets it; nothing is

@@ -12,7 +12,7 @@ from typing import Any
 
 from nnxrl import schema
 from nnxrl.algos.registry import algorithm, algorithm_settings
-from nnxrl.algos.settings import OnPolicySettings
+from nnxrl.algos.settings import OffPolicySettings, OnPolicySettings
 from nnxrl.config import hp_schedule, schedule
 from nnxrl.config.sections import (
     MAX_BATCH,
@@ -46,6 +46,8 @@ def validate(config: Config) -> Config:
         )
     if isinstance(algo, OnPolicySettings):
         _validate_minibatches(config, batch)
+    if isinstance(algo, OffPolicySettings):
+        _validate_replay(config, algo)
     if batch > MAX_BATCH:
         raise ConfigError(
             f"env.num_envs: {env.num_envs} envs x {name}.num_steps={algo.num_steps} make a "
@@ -319,6 +321,20 @@ def check_parts(config: Config) -> Config:
         _validate_action_space(c)
         _check_addon(c.intrinsic)
     return config
+
+
+def _validate_replay(config: Config, algo: OffPolicySettings) -> None:
+    """The buffer holds what learning waits for: each env's row of ``buffer_size /
+    num_envs`` steps (``algos/replay.py``) at least ``learning_starts / num_envs``."""
+    name, envs = config.algo, config.env.num_envs
+    row = max(algo.buffer_size // envs, algo.n_step + 1)
+    if -(-algo.learning_starts // envs) > row:
+        raise ConfigError(
+            f"{name}.learning_starts: {algo.learning_starts:,} transitions cannot wait in "
+            f"a buffer of {name}.buffer_size={algo.buffer_size:,} ({row:,} steps per env x "
+            f"{envs} envs); lower {name}.learning_starts to at most {row * envs:,} or raise "
+            f"{name}.buffer_size"
+        )
 
 
 def _validate_action_space(config: Config) -> None:
