@@ -31,6 +31,7 @@ import optax
 from flax import nnx
 
 from nnxrl.algos.hyperparams import hyperparams_type
+from nnxrl.algos.intrinsic_streams import stream_gammas, stream_weights
 from nnxrl.algos.off_policy import Memory, OffPolicy, make_off_policy
 from nnxrl.algos.on_policy import Algorithm
 from nnxrl.algos.pqn import Plan, act, plan
@@ -72,13 +73,13 @@ def bootstrapped_targets(
     """n-step targets [N, K]: each step's next observation valued by the target
     network at the action the online (double) or the target network picks among the
     legal ones."""
-    weights = jnp.stack([hp.extrinsic_coef, hp.intrinsic_coef])[: s.num_streams]
+    weights = stream_weights(hp, s.num_streams)
     next_target = target_model(sample.next_obs)  # [N, n, K, A]
     chooser = model(sample.next_obs) if s.settings.double else next_target
     legal = None if isinstance(sample.next_legal, tuple) else sample.next_legal
     best = masked_argmax(acting_values(chooser, weights), legal)  # [N, n]
     next_values = take(next_target, best)  # [N, n, K]
-    gammas = jnp.stack([hp.gamma, hp.intrinsic_gamma])[: s.num_streams]
+    gammas = stream_gammas(hp, s.num_streams)
     return n_step_targets(sample, next_values, gammas, s.episodic)
 
 

@@ -1,6 +1,7 @@
 """The algorithm's side of the intrinsic add-on interface, the same for every
 algorithm: what the add-on is shown (``to_experience``) and how its bonus becomes
-reward streams (``combine_rewards``)."""
+reward streams (``combine_rewards``), and the streams' weights and discounts as the
+traced hyperparameters give them."""
 
 from __future__ import annotations
 
@@ -33,3 +34,13 @@ def combine_rewards(
     if num_streams == 1:
         return (extrinsic + scaled)[..., None]
     return jnp.stack([extrinsic, scaled], axis=-1)
+
+
+def stream_weights(hp: Any, num_streams: int) -> jax.Array:
+    """[K] the reward streams' weights (extrinsic, intrinsic), in acting and targets."""
+    return jnp.stack([hp.extrinsic_coef, hp.intrinsic_coef])[:num_streams]
+
+
+def stream_gammas(hp: Any, num_streams: int) -> jax.Array:
+    """[K] the reward streams' discounts (extrinsic, intrinsic)."""
+    return jnp.stack([hp.gamma, hp.intrinsic_gamma])[:num_streams]

@@ -34,7 +34,7 @@ import optax
 from flax import nnx
 
 from nnxrl.algos.hyperparams import hyperparams, hyperparams_type  # noqa: F401  (pqn.hyperparams)
-from nnxrl.algos.intrinsic_streams import combine_rewards
+from nnxrl.algos.intrinsic_streams import combine_rewards, stream_weights
 from nnxrl.algos.on_policy import (
     Algorithm,
     OnPolicy,
@@ -74,7 +74,7 @@ class Batch(NamedTuple):
 
 def plan(run_state: RunState, hp: Hyperparams, s: Any) -> Plan:
     """This update's exploration epsilon and the streams' weights."""
-    weights = jnp.stack([hp.extrinsic_coef, hp.intrinsic_coef])[: s.num_streams]
+    weights = stream_weights(hp, s.num_streams)
     return Plan(exploration_epsilon(run_state.update, hp, s.num_updates), weights)
 
 

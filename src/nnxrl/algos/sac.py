@@ -36,6 +36,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from nnxrl.algos.hyperparams import hyperparams_type
+from nnxrl.algos.intrinsic_streams import stream_gammas, stream_weights
 from nnxrl.algos.off_policy import Memory, OffPolicy, make_off_policy
 from nnxrl.algos.on_policy import Algorithm
 from nnxrl.algos.replay import Stored, n_step_targets
@@ -54,7 +55,7 @@ class Plan(NamedTuple):
 
 def plan(run_state: RunState, hp: Hyperparams, s: Any) -> Plan:
     """The streams' weights (fixed over the update)."""
-    return Plan(jnp.stack([hp.extrinsic_coef, hp.intrinsic_coef])[: s.num_streams])
+    return Plan(stream_weights(hp, s.num_streams))
 
 
 def act(
@@ -86,7 +87,7 @@ def sac_loss(
     q = model.q(obs, action)  # [2, N, K]
     critic = (0.5 * (q - jax.lax.stop_gradient(targets)) ** 2).mean(axis=1).sum(axis=(0, 1))
     new_action, log_prob = model.distribution(obs).sample_and_log_prob(actor_key)
-    weights = plan(None, hp, s).weights
+    weights = stream_weights(hp, s.num_streams)
     q_new = (frozen.q(obs, new_action).min(axis=0) * weights).sum(axis=-1)  # [N]
     actor = (alpha * log_prob - q_new).mean()
     target_entropy = hp.target_entropy_per_dim * s.env.spec.action_dim
@@ -120,7 +121,7 @@ def soft_targets(
     next_q = target_model.q(sample.next_obs, next_action).min(axis=0)  # [N, n, K]
     entropy = jnp.zeros(s.num_streams).at[0].set(1.0)  # the extrinsic stream's
     next_values = next_q - alpha * next_log_prob[..., None] * entropy
-    gammas = jnp.stack([hp.gamma, hp.intrinsic_gamma])[: s.num_streams]
+    gammas = stream_gammas(hp, s.num_streams)
     return n_step_targets(sample, next_values, gammas, s.episodic)
 
 

@@ -106,10 +106,10 @@ def save(
     }
     # empty arrays (a feed-forward net's [S, B, 0] hidden state) are rebuilt from meta
     items = {f"leaf_{i:05d}": a for i, a in enumerate(arrays) if stored(meta, i)}
-    return write(run_dir, update, items, meta, keep)
+    return _write(run_dir, update, items, meta, keep)
 
 
-def write(run_dir: str | Path, update: int, items: dict, meta: dict, keep: int | None) -> Path:
+def _write(run_dir: str | Path, update: int, items: dict, meta: dict, keep: int | None) -> Path:
     """Orbax's save of ``items`` and ``meta`` as the checkpoint of ``update``; a
     StorageError naming what is intact if it cannot."""
     import orbax.checkpoint as ocp
