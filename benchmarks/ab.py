@@ -72,6 +72,22 @@ CASES = {
         ["num_seeds=8", "logging.updates_per_chunk=61", "logging.backends=[]"],
         4,
     ),
+    "CartPole-v1, 2 seeds": (
+        "configs/ppo-cartpole.yaml",
+        ["num_seeds=2", "logging.updates_per_chunk=61", "logging.backends=[]"],
+        4,
+    ),
+    "Asterix-MinAtar DQN, 2 seeds, 20k buffer": (
+        "configs/dqn-asterix-minatar.yaml",
+        [
+            "num_seeds=2",
+            "dqn.buffer_size=20000",
+            "dqn.learning_starts=100",
+            "logging.updates_per_chunk=500",
+            "logging.backends=[]",
+        ],
+        2,
+    ),
     "CartPole-v1 PQN, 1 seed": (
         "configs/pqn-cartpole.yaml",
         ["logging.updates_per_chunk=61", "logging.backends=[]"],

@@ -8,9 +8,13 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from flax import struct
 
+from nnxrl import config as config_lib
+from nnxrl.parallel.mesh import make_layout
 from nnxrl.run.chunk import SEED_AXIS, all_finite, train_chunk
+from nnxrl.run.programs import chunk_program
 
 
 @struct.dataclass
@@ -47,3 +51,19 @@ def test_the_first_nan_of_one_seed_freezes_every_seed_at_its_last_good_state():
     np.testing.assert_array_equal(state.params, [2.0, 2.0])  # both kept the state of update 2
     assert metrics["nonfinite"][1, 2] == 1.0 and metrics["nonfinite"][0, 2] == 0.0
     assert metrics["nonfinite"][:, :2].sum() == 0
+
+
+@pytest.mark.parametrize("seeds", [2, 4])
+def test_a_nan_on_one_device_freezes_the_seeds_of_every_device(seeds):
+    """Seeds split over this process's two CPU devices, each device mapping its own
+    (one, or two vmapped): the last seed's NaN at update 3 stops them all."""
+    config = config_lib.load("ppo-cartpole", [f"num_seeds={seeds}", "logging.backends=[]"])
+    layout = make_layout(config)
+    assert layout.seed_shards == 2
+    program = chunk_program(config, update, 6, None, None, layout)
+    bad_at = np.full(seeds, 99.0, np.float32)
+    bad_at[-1] = 3.0
+    starts = jax.device_put(State(jnp.zeros(seeds), jnp.asarray(bad_at)), layout.by_seed)
+    state, metrics = jax.jit(program)(starts, jnp.float32(1))
+    np.testing.assert_array_equal(state.params, np.full(seeds, 2.0))
+    assert metrics["nonfinite"][-1, 2] == 1.0 and metrics["nonfinite"][:-1].sum() == 0

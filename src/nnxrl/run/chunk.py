@@ -22,7 +22,6 @@ step (``sweeps/pbt.py: pbt_step``) when the update count reaches the interval.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import jax
@@ -81,20 +80,18 @@ def pbt_chunk(
     state: Any,
     hp: Any,
     *,
-    update_fn: Callable[[Any, Any], tuple[Any, dict]],
-    num_updates: int,
+    train_members: Callable[[Any, Any], tuple[Any, dict]],
     s: PBTStatic,
 ) -> tuple[Any, dict]:
-    """``num_updates`` updates of every member (the guarded chunk of a plain sweep,
-    ``train_chunk``, with each member's own ``state.hyperparams``; ``hp``, the initial
-    values, is unused), then ``pbt_step`` if the update count has reached a multiple
-    of the interval (the run loop cuts chunks there: ``run/loop.py``). state
-    [P * S, ...] -> (state, metrics [P * S, num_updates] per key), with ``pbt/donor``
-    (the member copied after that update, -1: none) and ``hp/<key>`` (the value that
-    update trained with) besides the updates' own."""
-    train = partial(train_chunk, update_fn=update_fn, num_updates=num_updates, axis_name=None)
+    """The chunk of every member (``train_members``: the guarded chunk of a plain
+    sweep, ``train_chunk``, mapped over members, each with its own
+    ``state.hyperparams``; ``hp``, the initial values, is unused), then ``pbt_step`` if
+    the update count has reached a multiple of the interval (the run loop cuts chunks
+    there: ``run/loop.py``). state [P * S, ...] -> (state, metrics [P * S, num_updates]
+    per key), with ``pbt/donor`` (the member copied after that update, -1: none) and
+    ``hp/<key>`` (the value that update trained with) besides the updates' own."""
     used = state.hyperparams
-    state, metrics = jax.vmap(train, axis_name=SEED_AXIS)(state, used)
+    state, metrics = train_members(state, used)
     update = state.update[0]
     due = jnp.logical_and(update % s.interval == 0, update < s.num_updates)
     key = jax.random.fold_in(jax.random.key(s.seed), update)

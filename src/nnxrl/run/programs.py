@@ -30,7 +30,15 @@ from nnxrl.envs import EnvSpec, make_env
 from nnxrl.envs.compiler_options import compiler_options
 from nnxrl.intrinsic import addon_for
 from nnxrl.parallel.devices import start_jax
-from nnxrl.parallel.mesh import Layout, make_layout, shuffle_groups, state_shardings, with_num_envs
+from nnxrl.parallel.mesh import (
+    SEEDS,
+    Layout,
+    make_layout,
+    per_seed_shard,
+    shuffle_groups,
+    state_shardings,
+    with_num_envs,
+)
 from nnxrl.run.algorithms import hyperparams_from, make_algorithm
 from nnxrl.run.chunk import SEED_AXIS, pbt_chunk, train_chunk
 from nnxrl.run.evaluation import make_evaluator
@@ -86,7 +94,7 @@ def compile_programs(config: config_lib.Config) -> Programs:
 
     def compile_chunk(num_updates: int) -> Any:
         def fresh() -> Any:
-            program = chunk_program(config, parts.algo.update, num_updates, hp_axis, pbt)
+            program = chunk_program(config, parts.algo.update, num_updates, hp_axis, pbt, layout)
             shardings = jax.tree.map(lambda leaf: leaf.sharding, template)
             lowered = jax.jit(
                 program,
@@ -179,21 +187,32 @@ class Tracing:
 
 
 def chunk_program(
-    config: config_lib.Config, update_fn: Any, num_updates: int, hp_axis: int | None, pbt: Any
+    config: config_lib.Config,
+    update_fn: Any,
+    num_updates: int,
+    hp_axis: int | None,
+    pbt: Any,
+    layout: Layout | None = None,
 ) -> Any:
     """(state, hp) -> (state, metrics) of ``num_updates`` updates of every member: the
-    guarded chunk mapped over members (``members.py``), or PBT's (every member's update,
-    then its step across them: ``sweeps/pbt.py``). A plain run stops every seed at a
-    non-finite value; in a sweep each member that meets one keeps its last good state
-    and the others train on (``chunk.py``)."""
-    if pbt is not None:
-        return partial(pbt_chunk, update_fn=update_fn, num_updates=num_updates, s=pbt)
-    count = population.num_members(config)
-    guard_axis = None if config.is_sweep or count == 1 else SEED_AXIS
+    guarded chunk mapped over members (``members.py``), each device mapping its own
+    seeds (``mesh.per_seed_shard``), then, with PBT, its step across every member
+    (``sweeps/pbt.py``). A plain run stops every seed at a non-finite value; in a sweep
+    each member that meets one keeps its last good state and the others train on
+    (``chunk.py``). ``layout`` None: one device."""
+    shards = 1 if layout is None else layout.seed_shards
+    local = population.num_members(config) // shards  # members on each device
+    guard_axes = ((SEED_AXIS,) if local > 1 else ()) + ((SEEDS,) if shards > 1 else ())
     one_chunk = partial(
-        train_chunk, update_fn=update_fn, num_updates=num_updates, axis_name=guard_axis
+        train_chunk,
+        update_fn=update_fn,
+        num_updates=num_updates,
+        axis_name=None if config.is_sweep or not guard_axes else guard_axes,
     )
-    return over_members(one_chunk, count, (0, hp_axis), SEED_AXIS)
+    hp_axis = 0 if pbt is not None else hp_axis  # PBT: each member's values, from its state
+    members = over_members(one_chunk, local, (0, hp_axis), SEED_AXIS)
+    program = members if shards == 1 else per_seed_shard(members, layout, hp_axis)
+    return program if pbt is None else partial(pbt_chunk, train_members=program, s=pbt)
 
 
 def placed_hyperparams(config: config_lib.Config, layout: Any) -> tuple[Any, Any, int | None]:
