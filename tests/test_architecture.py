@@ -180,11 +180,13 @@ def test_every_place_the_architecture_page_names_exists():
 
 def test_the_cli_only_parses_and_calls_the_public_api():
     """``cli/`` reads arguments, calls what ``import nnxrl`` exports and prints: beside
-    the config (reading one is parsing) and the checks of the paths it is given, it
-    imports no module of the library, and every ``nnxrl.<name>`` it calls is exported."""
+    the config (reading one is parsing), the checks of the paths it is given and the
+    base's hints (what to type next), it imports no module of the library, and every
+    ``nnxrl.<name>`` it calls is exported."""
     import nnxrl
 
     allowed = ("nnxrl.cli", "nnxrl.config", "nnxrl.errors", "nnxrl.progress", "nnxrl.version")
+    allowed += ("nnxrl.hints",)
     allowed += ("nnxrl.store.own_files",)
     reaching, unexported = [], []
     for module, imports in import_graph().items():

@@ -31,6 +31,33 @@ def test_every_shipped_config_loads_and_its_parts_check(name):
     C.check_parts(config)
 
 
+@pytest.mark.parametrize(
+    ("written", "steps"),
+    [("1e5", 100_000), ("5e6", 5_000_000), ("1_000_000", 1_000_000), ("2.5e5", 250_000)],
+)
+def test_integer_settings_take_numbers_as_researchers_write_them(tmp_path, written, steps):
+    """In an override and in a YAML file alike (YAML 1.1 reads 1e5 as a string)."""
+    assert C.load(CARTPOLE, [f"total_env_steps={written}"]).total_env_steps == steps
+    path = tmp_path / "run.yaml"
+    path.write_text(f"env:\n  id: CartPole-v1\ntotal_env_steps: {written}\n")
+    assert C.load(path).total_env_steps == steps
+
+
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ("1.5e-3", "total_env_steps: expected a whole number, got 0.0015; write it as 1000, 1e5"),
+        ("2.5", "total_env_steps: expected a whole number, got 2.5"),
+        ("1e20", "total_env_steps: 100000000000000000000 is out of range; it must be <= 10000"),
+        ("lots", "total_env_steps: expected an integer, got 'lots'"),
+    ],
+)
+def test_an_integer_setting_refuses_what_is_not_a_whole_number_by_name(written, said):
+    with pytest.raises(C.ConfigError) as e:
+        C.load(CARTPOLE, [f"total_env_steps={written}"])
+    assert str(e.value).startswith(said), str(e.value)
+
+
 def test_overrides_apply_and_run_keys_are_top_level():
     cfg = C.load(CARTPOLE, ["num_seeds=8", "total_env_steps=100000", "ppo.learning_rate=1e-3"])
     assert (cfg.num_seeds, cfg.total_env_steps, cfg.ppo.learning_rate) == (8, 100000, 1e-3)
@@ -51,7 +78,7 @@ def test_overrides_apply_and_run_keys_are_top_level():
         (["ppo.num_minibatches=3"], ["ppo.num_minibatches", "3", "512"]),
         (["total_env_steps=100"], ["total_env_steps", "100", "512"]),
         (["env.reset_ratio=2"], ["env.reset_ratio", "Craftax"]),
-        (["env.id=NoSuchEnv-v0"], ["env.id", "NoSuchEnv-v0", "gymnax", "Craftax-Classic"]),
+        (["env.id=NoSuchEnv-v0"], ["env.id", "NoSuchEnv-v0", "nnxrl envs` lists the ids"]),
         (["logging.updates_per_chunk=5"], ["logging.updates_per_chunk", "976"]),
         (["ppo=3"], ["ppo", "mapping"]),
     ],

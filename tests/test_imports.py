@@ -113,10 +113,14 @@ def test_the_package_has_no_import_cycle():
     assert cycles(import_graph()) == []
 
 
-def test_the_schema_and_the_errors_are_leaves():
+def test_the_schema_the_errors_and_the_hints_are_leaves():
     graph = import_graph()
-    assert {m for m in graph["nnxrl.schema"] if m.startswith("nnxrl")} == {"nnxrl.errors"}
+    assert {m for m in graph["nnxrl.schema"] if m.startswith("nnxrl")} == {
+        "nnxrl.errors",
+        "nnxrl.hints",
+    }
     assert not {m for m in graph["nnxrl.errors"] if m.startswith("nnxrl")}
+    assert not {m for m in graph["nnxrl.hints"] if m.startswith("nnxrl")}
 
 
 def test_every_error_class_is_in_the_errors_module():

@@ -11,6 +11,7 @@ import pytest
 from nnxrl import config as C
 from nnxrl.algos.return_window import empty_window, record_episodes, window_metrics
 from nnxrl.cli import main
+from nnxrl.hints import command
 from nnxrl.logging.console import ConsoleBackend
 from nnxrl.logging.records import LogBatch, aggregate, chunk_to_records
 
@@ -94,7 +95,7 @@ def test_resume_refuses_another_return_window(tmp_path, capsys):
     args = ["train", "configs/ppo-cartpole.yaml", "--out", str(out), "--stop-after", "4"]
     assert main(args + sum((["--set", o] for o in overrides), [])) == 130
     said = capsys.readouterr().out.splitlines()
-    assert said[-1] == f"training stopped; continue with `nnxrl train --resume {out}`"
+    assert said[-1] == f"training stopped; continue with `{command(f'train --resume {out}')}`"
     assert said[1].startswith("nnxrl: compiling the programs")  # said before the wait
     resumed = ["train", "--resume", str(out), "--set", "logging.return_window=10"]
     assert main(resumed) == 2
@@ -104,7 +105,7 @@ def test_resume_refuses_another_return_window(tmp_path, capsys):
     assert "| seed | key | return (last 100 episodes of training) | episodes |" in said
     row = next(x for x in said.splitlines() if x.startswith("| 0 | fold_in(key(0), 0) |"))
     assert 8.0 < float(row.split("|")[3]) < 500.0  # CartPole returns, not a placeholder
-    assert said.splitlines()[-1] == f"evaluate the policy: nnxrl eval {out}"
+    assert said.splitlines()[-1] == f"evaluate the policy: {command(f'eval {out}')}"
 
 
 def test_the_window_size_is_checked():

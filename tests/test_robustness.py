@@ -534,7 +534,7 @@ def write(path: Path, content: bytes | str) -> str:
         (["ppo="], "ppo is a section"),
         (["network=[]"], "network is a section"),
         # huge values: refused by their bounds before anything compiles
-        (["num_seeds=1.0e+30"], "num_seeds: 1000000000000000019884624838656 is out of range"),
+        (["num_seeds=1.0e+30"], "num_seeds: 1000000000000000000000000000000 is out of range"),
         (["network.num_layers=10000"], "network.num_layers: 10000 is out of range"),
         (["ppo.num_epochs=1000000000000"], "ppo.num_epochs: 1000000000000 is out of range"),
         (["logging.return_window=1000000000000"], "logging.return_window"),

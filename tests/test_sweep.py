@@ -186,7 +186,8 @@ def test_a_stopped_sweep_resumes_bit_exactly(sweep_run, tmp_path):
 
 def test_eval_and_export_take_a_setting(sweep_run, tmp_path, capsys):
     assert main(["eval", str(sweep_run), "--episodes", "1"]) == 2
-    assert "one must be chosen" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "one must be chosen" in err and f"nnxrl sweep-report {sweep_run}` ranks them" in err
     report = tmp_path / "eval.json"
     args = ["eval", str(sweep_run), "--setting", "1", "--episodes", "1", "--json", str(report)]
     assert main(args) == 0

@@ -87,6 +87,7 @@ _EXPORTS = {
     "DryRun": "nnxrl.run.dry_run",
     "mlflow_ui_instructions": "nnxrl.logging.mlflow_tracker:ui_instructions",
     "env_suites": "nnxrl.envs.suites",
+    "env_families": "nnxrl.envs.registry",
     "EnvSpec": "nnxrl.envs",
     "EnvStep": "nnxrl.envs",
     "VecEnv": "nnxrl.envs",
@@ -150,6 +151,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from nnxrl.config import from_dict as config_from_dict
     from nnxrl.config import load as load_config
     from nnxrl.envs import EnvSpec, EnvStep, VecEnv, from_single, make_env, register_env
+    from nnxrl.envs.registry import env_families
     from nnxrl.envs.suites import env_suites
     from nnxrl.errors import ConfigError
     from nnxrl.intrinsic import Addon, AddonContext, Experience, addon_for
@@ -181,6 +183,7 @@ __all__ = [
     "dry_run",
     "DryRun",
     "mlflow_ui_instructions",
+    "env_families",
     "env_suites",
     "Addon",
     "AddonContext",

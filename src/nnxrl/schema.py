@@ -13,7 +13,7 @@ without importing each other.
 from __future__ import annotations
 
 import dataclasses
-import difflib
+import decimal
 import math
 import reprlib
 import types
@@ -25,6 +25,7 @@ from typing import Any, Literal
 import yaml
 
 from nnxrl.errors import ConfigError
+from nnxrl.hints import did_you_mean
 
 
 def setting(
@@ -106,8 +107,8 @@ def _chosen_class(f: dataclasses.Field, name: Any, tag: str) -> type:
 def unknown_name(key: str, name: Any, known: Any, register: str) -> ConfigError:
     """The error for a name no registry holds: the closest known one, all of them, and
     how to register more (``register``)."""
-    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
-    hint = f"; did you mean {close[0]}?" if close else ""
+    close = did_you_mean(name, known)
+    hint = f"; {close}" if close else ""
     return ConfigError(
         f"{key}: {name!r} is not registered{hint} Known: {sorted(known)}; {register}"
     )
@@ -167,14 +168,11 @@ def _coerce_union(key: str, value: Any, args: tuple, meta: Mapping[str, Any]) ->
 
 
 def _number(key: str, value: Any, tp: Any) -> Any:
-    """An int (a whole float is taken) or a finite float (YAML 1.1 reads ``1e-3``,
-    without a dot, as a string: it is taken too)."""
+    """An int or a finite float, as researchers write them: YAML 1.1 reads ``1e-3``
+    and ``5e6``, without a dot, as strings, and they are taken; an int is taken from
+    any exact integer (``1e5``, ``2.5e5``, ``1_000_000``, ``100000.0``)."""
     if tp is int:
-        if isinstance(value, bool) or not (
-            isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-        ):
-            raise ConfigError(f"{key}: expected an integer, got {value!r}")
-        return int(value)
+        return _integer(key, value)
     if isinstance(value, str):
         try:
             value = float(value)
@@ -185,6 +183,28 @@ def _number(key: str, value: Any, tp: Any) -> Any:
     if not math.isfinite(value):
         raise ConfigError(f"{key}: {float(value)!r} is not a finite number; give a finite value")
     return float(value)
+
+
+def _integer(key: str, value: Any) -> int:
+    """``value`` as an int when it is an exact integer (read exactly, not through a
+    float: ``1e20`` is 10^20); a clear refusal otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    exact = None
+    if isinstance(value, float) and math.isfinite(value):
+        exact = decimal.Decimal(repr(value))  # as written: 0.0015, not its binary value
+    elif isinstance(value, str):
+        try:
+            exact = decimal.Decimal(value.strip())
+        except decimal.InvalidOperation:
+            pass
+    if exact is None or not exact.is_finite():
+        raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    if exact != exact.to_integral_value():
+        raise ConfigError(
+            f"{key}: expected a whole number, got {value!r}; write it as 1000, 1e5 or 1_000_000"
+        )
+    return int(exact)
 
 
 def _boolean(key: str, value: Any, meta: Mapping[str, Any]) -> bool:
@@ -286,8 +306,8 @@ def _reject_unknown(data: Mapping[str, Any], fields: dict, chosen: dict, prefix:
                 f"reads only the {prefix}{name} section; move these settings to "
                 f"{prefix}{name}.* or set {tag}: {key}"
             )
-    close = difflib.get_close_matches(str(key), list(fields), n=1)
-    hint = f"; did you mean {prefix}{close[0]!s}?" if close else ""
+    close = did_you_mean(key, fields, prefix=prefix)
+    hint = f"; {close}" if close else ""
     inside = [f"{prefix}{n}.{key}" for n, f in fields.items() if key in section_keys(f, n)]
     if inside:  # a section's key given at the level above
         hint = f"; it is a key of a section: did you mean {' or '.join(inside)}?"

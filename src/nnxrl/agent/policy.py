@@ -31,6 +31,7 @@ from nnxrl.algos.normalization import observe
 from nnxrl.algos.registry import algorithm
 from nnxrl.config import EnvConfig, NetworkConfig, population
 from nnxrl.envs import check_env_config, env_spec
+from nnxrl.hints import command
 from nnxrl.networks import build_network, heads
 from nnxrl.ops.running_moments import Moments
 from nnxrl.store import own_files
@@ -131,7 +132,8 @@ def policy_at(
         if setting is not None and setting != policy.setting:
             raise config_lib.ConfigError(
                 f"--setting: {path} holds the policy of setting {policy.setting}, not "
-                f"{setting}; export that one with `nnxrl export RUN_DIR --setting {setting}`"
+                f"{setting}; export that one with "
+                f"`{command(f'export RUN_DIR --setting {setting}')}`"
             )
     else:
         policy = policy_from_checkpoint(setting_run_dir(path, setting), step, setting)
@@ -184,9 +186,12 @@ def setting_policy(
     return policy
 
 
-def check_setting(config: config_lib.Config, setting: int | None) -> None:
+def check_setting(
+    config: config_lib.Config, setting: int | None, run_dir: str | Path = "RUN_DIR"
+) -> None:
     """A ConfigError naming the choices when a sweep's setting is missing or not among
-    the run's, or one is given for a run that is not a sweep."""
+    the run's (``run_dir``, for the command that ranks them), or one is given for a run
+    that is not a sweep."""
     if not config.is_sweep:
         if setting is not None:
             raise config_lib.ConfigError(
@@ -198,7 +203,7 @@ def check_setting(config: config_lib.Config, setting: int | None) -> None:
         given = "none was given" if setting is None else f"{setting} is not one of them"
         raise config_lib.ConfigError(
             f"--setting: the run is a sweep of settings {describe_indices(indices)} and one "
-            f"must be chosen ({given}); `nnxrl sweep-report RUN_DIR` ranks them"
+            f"must be chosen ({given}); `{command(f'sweep-report {run_dir}')}` ranks them"
         )
 
 
@@ -290,8 +295,8 @@ def load_policy(directory: str | Path) -> Policy:
     if missing:
         raise config_lib.ConfigError(
             f"{spec_file} is not a saved policy's spec: it lacks {', '.join(missing)} (a policy "
-            "directory holds the policy.yaml `nnxrl export` writes); export it again with "
-            "`nnxrl export RUN_DIR --out DIR`"
+            f"directory holds the policy.yaml `{command('export')}` writes); export it again "
+            f"with `{command('export RUN_DIR --out DIR')}`"
         )
     env = schema.build(EnvConfig, spec["env"], "env.")
     network = schema.build(NetworkConfig, spec["network"], "network.")
@@ -332,7 +337,7 @@ def policy_from_checkpoint(
 
     meta = checkpoint.load_meta(run_dir, update)
     config = config_lib.from_dict(meta["config"])
-    check_setting(config, setting)
+    check_setting(config, setting, run_dir)
     static = population.program_config(config)  # a sweep's settings share the network
     num_values = static.intrinsic.num_reward_streams
     head = algorithm(static.algo).head

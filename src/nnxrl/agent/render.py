@@ -31,6 +31,7 @@ from nnxrl.envs.brax_env import PREFIX as BRAX_PREFIX
 from nnxrl.envs.compiler_options import compiler_options
 from nnxrl.envs.settings import EnvConfig
 from nnxrl.envs.suites import suite_of
+from nnxrl.hints import command
 
 MOUNTAIN_CAR_GOALS = {"MountainCar-v0": 0.5, "MountainCarContinuous-v0": 0.45}
 DRAWN_FROM_STATE = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", *MOUNTAIN_CAR_GOALS)
@@ -74,6 +75,9 @@ def frame_renderer(env: EnvConfig, obs_shape: tuple[int, ...]) -> Callable[[Any,
 def brax_renderer(env_id: str) -> Callable[[Any, Any], np.ndarray]:
     """Brax's own renderer (MuJoCo's, through OpenGL: it needs a display, or EGL or
     OSMesa with MUJOCO_GL set); a clear error where none can be made."""
+    from nnxrl.envs.brax_env import import_brax
+
+    import_brax()
     from brax import envs
     from brax.io import image
 
@@ -87,7 +91,7 @@ def brax_renderer(env_id: str) -> Callable[[Any, Any], np.ndarray]:
                 f"nnxrl render: Brax draws {env_id} with MuJoCo's OpenGL renderer, which "
                 f"could not start here ({str(e).splitlines()[0][:120]}); on a machine with "
                 "a display, or with EGL/OSMesa and MUJOCO_GL=egl or osmesa, it renders. "
-                "`nnxrl eval` evaluates the policy without drawing"
+                f"`{command('eval')}` evaluates the policy without drawing"
             ) from None
 
     return draw

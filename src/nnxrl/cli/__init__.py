@@ -25,6 +25,7 @@ from typing import Any
 import nnxrl
 from nnxrl.cli import parser, plugins
 from nnxrl.errors import CheckpointError, ConfigError, NonFiniteError, Stopped, StorageError
+from nnxrl.hints import command
 
 __all__ = ["main"]
 
@@ -71,7 +72,7 @@ def stopped_message(e: Any, stop_after: int | None) -> str:
     if e.checkpointed:
         said = f"stopped at update {e.update}, checkpointed"
         if e.out_dir:
-            said += f"; continue with `nnxrl train --resume {e.out_dir}`"
+            said += f"; continue with `{command(f'train --resume {e.out_dir}')}`"
     elif e.update == 0:
         said = "stopped before the first update: nothing was trained or checkpointed; "
         said += "run the same command again to start"

@@ -18,6 +18,7 @@ import nnxrl
 from nnxrl import config as config_lib
 from nnxrl.cli import printing
 from nnxrl.config import population, schedule
+from nnxrl.hints import command, did_you_mean
 from nnxrl.progress import waiting
 from nnxrl.store.own_files import ensure_writable_file
 
@@ -37,7 +38,8 @@ def train(args: argparse.Namespace) -> int:
         if args.step is not None:
             raise config_lib.ConfigError(
                 f"--step: {out_dir} is a sweep of several programs, one per group; resume "
-                f"one group from a step with `nnxrl train --resume {out_dir}/group-G --step U`"
+                "one group from a step with "
+                f"`{command(f'train --resume {out_dir}/group-G --step U')}`"
             )
         nnxrl.train_groups(config, out_dir, quiet=False, resume=resume, stop_after=args.stop_after)
     else:
@@ -245,9 +247,27 @@ def configs(args: argparse.Namespace) -> int:
     if not found:
         print("nnxrl: no shipped configs found with this installation", file=sys.stderr)
         return 2
-    print(f"shipped configs ({configs_dir()}); run one with `nnxrl train NAME`:")
+    print(f"shipped configs ({configs_dir()}); run one with `{command('train NAME')}`:")
     width = max(map(len, found))
     for name, path in found.items():
         print(f"  {name:<{width}}  {describe(path)}")
     printing.suites(found)
+    return 0
+
+
+def envs(args: argparse.Namespace) -> int:
+    """``nnxrl envs``: the env ids by suite (``--suite``: one), with the extra each
+    needs and whether it is installed."""
+    families = nnxrl.env_families()
+    if args.suite is not None:
+        names = [f.name for f in families]
+        if args.suite not in names:
+            close = did_you_mean(args.suite, names)
+            raise config_lib.ConfigError(
+                f"--suite: no suite {args.suite!r}{'; ' + close if close else ''} (the suites: "
+                f"{', '.join(names)})"
+            )
+        families = [f for f in families if f.name == args.suite]
+    for family in families:
+        printing.env_family(family)
     return 0

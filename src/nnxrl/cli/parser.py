@@ -4,11 +4,13 @@ argument's type says what it accepts). Each command's function is in ``commands.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from nnxrl import config as config_lib
 from nnxrl.cli import commands
+from nnxrl.hints import did_you_mean
 from nnxrl.version import git_commit, version
 
 
@@ -40,7 +42,7 @@ def probability(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nnxrl", description="Legible RL in JAX + Flax NNX")
+    parser = Parser(prog="nnxrl", description="Legible RL in JAX + Flax NNX")
     parser.add_argument(
         "--version", action=VersionAction, help="print the version (and git commit) and exit"
     )
@@ -60,7 +62,24 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare(sub)
     configs = sub.add_parser("configs", help="list the shipped configs (train takes their names)")
     configs.set_defaults(func=commands.configs)
+    envs = sub.add_parser(
+        "envs", help="list the env ids env.id takes, by suite, with the extra each needs"
+    )
+    envs.add_argument("--suite", help="only this suite's ids (gymnax, craftax, brax, navix, ...)")
+    envs.set_defaults(func=commands.envs)
     return parser
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser (its commands' parsers too), whose refusal of an unknown
+    choice, a command's name or an option's value, says which one was meant."""
+
+    def error(self, message: str) -> NoReturn:
+        refused = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if refused:
+            hint = did_you_mean(refused.group(1), re.findall(r"'([^']*)'", refused.group(2)))
+            message += f"; {hint}" if hint else ""
+        super().error(message)
 
 
 class VersionAction(argparse.Action):

@@ -3,12 +3,14 @@ evaluation's table, the env suites. Plain text from what the API returned."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import nnxrl
 from nnxrl import config as config_lib
 from nnxrl.config import population, schedule
+from nnxrl.hints import command
 
 
 def training_line(config: config_lib.Config, out_dir: Path) -> None:
@@ -32,10 +34,10 @@ def outcome(config: config_lib.Config, out_dir: Path, result: Any) -> None:
         )
     if config.is_sweep:
         best = nnxrl.sweep_report(out_dir).best.setting
-        print(f"evaluate a setting's policy: nnxrl eval {out_dir} --setting {best}")
+        print(f"evaluate a setting's policy: {command(f'eval {out_dir} --setting {best}')}")
     else:
         final_table(config, result)
-        print(f"evaluate the policy: nnxrl eval {out_dir}")
+        print(f"evaluate the policy: {command(f'eval {out_dir}')}")
     if "mlflow" in config.logging.backends and config.logging.mlflow_tracking_uri is None:
         print(nnxrl.mlflow_ui_instructions(out_dir))
 
@@ -88,3 +90,22 @@ def suites(configs: dict[str, Path]) -> None:
         state = "installed" if suite.available() else f"uv sync --extra {suite.extra}"
         example = suite.prefix + suite.example
         print(f"  {suite.name:<15} {example:<28} {', '.join(shipped):<20} {state}")
+
+
+def env_family(family: Any) -> None:
+    """One suite's line (its ids as env.id takes them, or how to install it), wrapped."""
+    extra = f"extra {family.extra}, " if family.extra else ""
+    if not family.installed:
+        print(f"{family.name} ({extra}not installed: `uv sync --extra {family.extra}`)")
+        return
+    print(f"{family.name} ({extra}{len(family.ids)} ids)")
+    if family.ids:
+        print(
+            textwrap.fill(
+                ", ".join(family.ids),
+                width=88,
+                initial_indent="  ",
+                subsequent_indent="  ",
+                break_on_hyphens=False,
+            )
+        )

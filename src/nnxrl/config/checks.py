@@ -6,7 +6,6 @@ are checked where they are declared (``schema.setting``: types, ranges, choices)
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +21,7 @@ from nnxrl.config.sections import (
     describe,
     traced_keys,
 )
+from nnxrl.hints import command, did_you_mean
 from nnxrl.networks.heads import builds_q_network
 from nnxrl.networks.registry import check_network, network_kind
 from nnxrl.schema import ConfigError, to_dict
@@ -119,7 +119,7 @@ def _validate_hp_schedule(config: Config) -> None:
         raise ConfigError(
             "hp_schedule: a sweep's members train with values of their own, so a schedule "
             "is for a plain run; drop the sweep section (a PBT sweep finds a schedule: "
-            "`nnxrl sweep-report` writes it as best_schedule.yaml)"
+            f"`{command('sweep-report')}` writes it as best_schedule.yaml)"
         )
     previous, per_chunk = 0, schedule.updates_per_chunk(config)
     for i, entry in enumerate(entries):
@@ -144,8 +144,8 @@ def _validate_hp_schedule(config: Config) -> None:
             )
         for key in names:
             if key not in traced:
-                close = difflib.get_close_matches(str(key), traced, n=1)
-                hint = f"did you mean {close[0]}? " if close else ""
+                close = did_you_mean(key, traced)
+                hint = f"{close} " if close else ""
                 raise ConfigError(
                     f"{where}.{key}: not a key that can change during a run; {hint}"
                     f"{config.algo}'s are {', '.join(traced)}"

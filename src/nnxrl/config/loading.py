@@ -16,6 +16,7 @@ from nnxrl.algos.settings import PQNSettings as PQNConfig
 from nnxrl.config.checks import validate
 from nnxrl.config.overrides import apply_overrides
 from nnxrl.config.sections import Config
+from nnxrl.hints import command, did_you_mean
 from nnxrl.schema import ConfigError, parse_yaml, to_dict
 
 
@@ -45,10 +46,10 @@ def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     path = find_config(path)
     where = f"config file {str(path)!r}"
     if not path.exists():
-        names = ", ".join(shipped_configs()) or "none found"
+        close = did_you_mean(path.name.removesuffix(".yaml"), shipped_configs(), n=3)
         raise ConfigError(
-            f"{where} does not exist; give a YAML file or the name of a shipped config "
-            f"({names}; `nnxrl configs` lists them)"
+            f"{where} does not exist; give a YAML file or the name of a shipped config"
+            f"{'; ' + close if close else ''} (`{command('configs')}` lists them)"
         )
     if not path.is_file():
         raise ConfigError(f"{where} is not a file")

@@ -56,4 +56,11 @@ def updates_per_chunk(config: Scheduled) -> int:
     pbt = getattr(getattr(config, "sweep", None), "pbt", None)
     divided = pbt.interval if pbt is not None and pbt.interval else updates
     divided = math.gcd(divided, *hp_schedule.cuts(getattr(config, "hp_schedule", ())))
-    return max(d for d in range(1, target + 1) if divided % d == 0)
+    return largest_divisor(divided, target)
+
+
+def largest_divisor(n: int, at_most: int) -> int:
+    """The largest divisor of ``n`` (>= 1) that is at most ``at_most`` (>= 1), from the
+    pairs (d, n // d) with d <= sqrt(n): a trillion updates take a million steps."""
+    pairs = (x for d in range(1, math.isqrt(n) + 1) if n % d == 0 for x in (d, n // d))
+    return max(x for x in pairs if x <= at_most)

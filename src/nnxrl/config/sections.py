@@ -253,7 +253,9 @@ class Config:
     num_seeds: int = _field(
         1, "Independent seeds trained in one compiled program.", low=1, high=1_000_000
     )
-    total_env_steps: int = _field(500_000, "Environment steps per seed.", low=1)
+    total_env_steps: int = _field(
+        500_000, "Environment steps per seed (at most 10^12).", low=1, high=10**12
+    )
     fast_compile: bool = _field(
         False,
         "Compile the run's programs with XLA's backend optimisations off: sooner to the "

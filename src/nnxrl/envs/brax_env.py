@@ -14,6 +14,10 @@ per step). Actions are clipped to brax's bounds, [-1, 1].
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
+import warnings
 from typing import Any
 
 import jax
@@ -27,11 +31,24 @@ DEFAULT_BACKEND = "spring"
 
 
 def brax_available() -> bool:
+    """Whether brax is installed: imported here, once, quietly (``import_brax``)."""
     try:
-        import brax.envs  # noqa: F401
+        import_brax()
     except ImportError:
         return False
     return True
+
+
+@functools.cache
+def import_brax() -> None:
+    """brax.envs imported without the lines its dependencies print: MuJoCo's optional
+    GPU backend says ``Failed to import warp`` on stdout when it is absent, which it is
+    without a GPU, and which no brax env of nnxrl's uses; brax's notice that it is not
+    maintained (warned when an env is built) is hidden too. Every import of brax in
+    nnxrl comes after this one."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        import brax.envs  # noqa: F401
+    warnings.filterwarnings("ignore", message="Brax System, piplines", category=UserWarning)
 
 
 def brax_ids() -> list[str]:

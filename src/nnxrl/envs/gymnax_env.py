@@ -4,7 +4,6 @@ terminated from truncated, returning the final observation in ``info``)."""
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import inspect
 import math
 from typing import Any
@@ -15,6 +14,7 @@ import numpy as np
 
 from nnxrl.envs.base import EnvSpec, EnvStep, VecEnv
 from nnxrl.envs.plotting_imports import deferred_plotting
+from nnxrl.hints import did_you_mean
 
 
 def import_gymnax() -> Any:
@@ -53,8 +53,8 @@ def split_kwargs(env_id: str, kwargs: dict) -> tuple[dict, dict]:
             default, target = fields[name], param_kwargs
         else:
             known = sorted({*constructor, *fields})
-            close = difflib.get_close_matches(str(name), known, n=1)
-            hint = f"; did you mean {close[0]}?" if close else ""
+            close = did_you_mean(name, known)
+            hint = f"; {close}" if close else ""
             raise ValueError(
                 f"env.kwargs.{name}: {env_id} has no option {name!r}{hint}. Its options: {known}"
             )

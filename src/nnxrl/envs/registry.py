@@ -8,7 +8,6 @@ observation)."""
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import inspect
 from collections.abc import Callable
 
@@ -29,6 +28,7 @@ from nnxrl.envs.suites import (
     suite_ids,
     suite_of,
 )
+from nnxrl.hints import command, did_you_mean
 from nnxrl.schema import ConfigError
 
 # id -> factory(num_envs, **kwargs) -> VecEnv: nnxrl's memory tasks, and the envs
@@ -64,6 +64,30 @@ def known_env_ids(with_brax: bool = True) -> dict[str, list[str]]:
         families["brax"] = brax_ids()
         families.update({suite.extra: suite_ids(suite) for suite in SUITES})
     return {**families, "memory": list(MEMORY_TASKS), "registered": list(_REGISTERED)}
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvFamily:
+    """A family of env ids as ``nnxrl envs`` lists it."""
+
+    name: str  # gymnax, craftax, brax, jumanji, xland, navix, pgx, memory, registered
+    extra: str | None  # `uv sync --extra <extra>` installs it; None: always installed
+    installed: bool
+    ids: list[str]  # its ids as env.id takes them ([] when not installed)
+
+
+def env_families() -> list[EnvFamily]:
+    """Every family of env ids, with the extra it needs and whether it is installed
+    (listing brax's and the suites' ids imports them: seconds)."""
+    brax = brax_available()
+    return [
+        EnvFamily("gymnax", None, True, gymnax_ids()),
+        EnvFamily("craftax", None, True, list(CRAFTAX_IDS)),
+        EnvFamily("brax", "brax", brax, brax_ids()),
+        *(EnvFamily(s.extra, s.extra, s.available(), suite_ids(s)) for s in SUITES),
+        EnvFamily("memory", None, True, list(MEMORY_TASKS)),
+        EnvFamily("registered", None, True, list(_REGISTERED)),
+    ]
 
 
 def check_env_config(env: EnvConfig) -> None:
@@ -103,12 +127,12 @@ def check_id_and_kwargs(env: EnvConfig) -> None:
         except ValueError as e:
             raise ConfigError(str(e)) from None
         return
-    families = known_env_ids()  # an unknown id: list every family, Brax's too
-    every = [i for ids in families.values() for i in ids]
-    close = difflib.get_close_matches(env.id, every, n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]}?" if close else ""
-    listing = "; ".join(f"{fam}: {', '.join(ids)}" for fam, ids in families.items() if ids)
-    raise ConfigError(f"env.id: unknown environment {env.id!r}{hint} Known families: {listing}")
+    every = [i for ids in known_env_ids().values() for i in ids]  # Brax's and the suites' too
+    close = did_you_mean(env.id, every, n=3)
+    raise ConfigError(
+        f"env.id: unknown environment {env.id!r}{'; ' + close if close else ''} "
+        f"(`{command('envs')}` lists the ids of every suite)"
+    )
 
 
 def check_factory_kwargs(env: EnvConfig, factory: Callable[..., VecEnv]) -> None:
@@ -131,7 +155,7 @@ def check_brax_config(env: EnvConfig, ids: list[str]) -> None:
             f"env.id: {env.id!r} needs the brax package, an optional extra: install it with "
             "`uv sync --extra brax`"
         )
-    check_listed(env, "Brax", ids)
+    check_listed(env, "Brax", ids, "brax")
     backend = env.kwargs.get("backend", "spring")
     if backend not in ("spring", "positional", "generalized", "mjx"):
         raise ConfigError(

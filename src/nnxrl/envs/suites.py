@@ -20,7 +20,6 @@ imports no suite (nor JAX) until an id of one is checked or built.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import importlib.util
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from nnxrl.envs.settings import EnvConfig
+from nnxrl.hints import command, did_you_mean
 from nnxrl.schema import ConfigError
 
 if TYPE_CHECKING:
@@ -95,14 +95,14 @@ def check_suite_config(suite: Suite, env: EnvConfig) -> None:
     refused = adapter.refusal(name)
     if refused:
         raise ConfigError(f"env.id: {env.id!r} {refused}")
-    check_listed(env, suite.name, suite_ids(suite))
+    check_listed(env, suite.name, suite_ids(suite), suite.extra)
     from nnxrl.envs.gymnax_env import check_kind
 
     options = adapter.options(name)
     for key, value in env.kwargs.items():
         if key not in options:
-            close = difflib.get_close_matches(str(key), list(options), n=1)
-            hint = f"; did you mean {close[0]}?" if close else ""
+            close = did_you_mean(key, options)
+            hint = f"; {close}" if close else ""
             raise ConfigError(
                 f"env.kwargs.{key}: {env.id} has no option {key!r}{hint}. Its options: "
                 f"{sorted(options) or 'none'}"
@@ -116,13 +116,17 @@ def check_suite_config(suite: Suite, env: EnvConfig) -> None:
         raise ConfigError(wrong)
 
 
-def check_listed(env: EnvConfig, family: str, ids: list[str]) -> None:
+def check_listed(env: EnvConfig, family: str, ids: list[str], listed_as: str) -> None:
     """Raise ConfigError for an ``env.id`` not among the ``family``'s ``ids`` (naming
-    the closest) or a reset_ratio other than 1 (Craftax's alone)."""
+    the closest, and ``nnxrl envs --suite LISTED_AS``, which lists them) or a
+    reset_ratio other than 1 (Craftax's alone)."""
     if env.id not in ids:
-        close = difflib.get_close_matches(env.id, ids, n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise ConfigError(f"env.id: unknown {family} environment {env.id!r}{hint} Known: {ids}")
+        close = did_you_mean(env.id, ids, n=3)
+        listing = command(f"envs --suite {listed_as}")
+        raise ConfigError(
+            f"env.id: unknown {family} environment {env.id!r}{'; ' + close if close else ''} "
+            f"(`{listing}` lists its {len(ids)} ids)"
+        )
     if env.reset_ratio != 1:
         raise ConfigError(f"env.reset_ratio: {env.reset_ratio} is for Craftax envs only")
 

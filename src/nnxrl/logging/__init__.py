@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from nnxrl.config import population, schedule
+from nnxrl.hints import command
 from nnxrl.logging.logger import Backend, MetricLogger, brief
 from nnxrl.logging.records import LogBatch, Members
 from nnxrl.logging.run_info import run_tags
@@ -36,7 +37,7 @@ def _console(config, out_dir: Path, mlflow_run_id: str | None, start_update: int
 
     resume = None
     if out_dir is not None and config.checkpoint.enabled:
-        resume = f"nnxrl train --resume {out_dir}"
+        resume = command(f"train --resume {out_dir}")
     return ConsoleBackend(
         schedule.num_updates(config),
         config.logging.print_every,

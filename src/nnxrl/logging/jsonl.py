@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from nnxrl.hints import command
 from nnxrl.logging.records import LogBatch, Members
 
 RECORD_FILES = ("metrics.jsonl", "metrics_aggregate.jsonl")
@@ -43,7 +44,7 @@ def read_records(path: Path) -> list[dict]:
         except json.JSONDecodeError:
             raise ValueError(
                 f"{path}, line {number}: not a complete JSON record (was the run killed "
-                "while writing it? `nnxrl train --resume` trims such a line)"
+                f"while writing it? `{command('train --resume')}` trims such a line)"
             ) from None
         if not isinstance(record, dict) or not isinstance(record.get("update"), int):
             raise ValueError(

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from nnxrl.hints import did_you_mean
 from nnxrl.schema import ConfigError
 
 # What describes a run rather than its training: never swept
@@ -194,7 +195,6 @@ def check_keys(sweep: Any, traced: Sequence[str], known: Sequence[str], algo: st
     """Every swept key is a config key outside ``NOT_SWEPT``; keys not among the
     ``traced`` ones of algorithm ``algo`` only with ``allow_recompile``. ``known``
     lists every config key."""
-    import difflib
 
     for key in swept_keys(sweep):
         where = f"sweep.{'grid' if key in sweep.grid else 'random'}.{key}"
@@ -204,9 +204,8 @@ def check_keys(sweep: Any, traced: Sequence[str], known: Sequence[str], algo: st
                 "(num_seeds already trains every setting on several seeds)"
             )
         if key not in known:
-            close = difflib.get_close_matches(key, traced, n=1)
-            close = close or difflib.get_close_matches(key, known, n=1)
-            hint = f"; did you mean {close[0]}?" if close else ""
+            close = did_you_mean(key, traced) or did_you_mean(key, known)
+            hint = f"; {close}" if close else ""
             raise ConfigError(f"{where}: {key} is not a config key{hint}")
     untraced = untraced_keys(sweep, traced)
     if untraced and not sweep.allow_recompile:
