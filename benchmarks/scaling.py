@@ -112,7 +112,7 @@ def worker(config_name: str, overrides: list[str]) -> None:
     config = nnxrl.load_config(config_name, overrides)
     layout = make_layout(config)
     started = time.perf_counter()
-    result = nnxrl.train(config, quiet=True)
+    result = nnxrl.train(config, progress=False)
     report = {
         "sps": result.env_steps_per_second,
         "compile": result.compile_seconds,

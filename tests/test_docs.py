@@ -76,3 +76,15 @@ def test_the_readmes_extend_it_section_shows_the_examples_as_they_are():
         elif line.strip() not in ("", "...") and line.strip() not in (source or set()):
             missing.append(line)
     assert source is not None and missing == []
+
+
+def test_the_readmes_python_api_block_runs_as_written(tmp_path, monkeypatch):
+    """The block, executed as a newcomer pastes it, in a scratch folder: every file a
+    line reads was written by a line before it."""
+    section = README.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "README.md (Python API)", "exec"), {})
+    assert (tmp_path / "runs/cartpole/policy/policy.yaml").is_file()
+    assert (tmp_path / "episode.gif").stat().st_size > 0
+    assert (tmp_path / "curves.png").stat().st_size > 0

@@ -19,3 +19,29 @@ def test_a_long_step_is_announced_then_reported_until_it_ends():
     ended = len(lines)
     time.sleep(0.2)
     assert len(out.getvalue().splitlines()) == ended  # nothing after the block
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_is_shown_where_someone_watches():
+    from nnxrl.progress import attended
+
+    assert attended(Terminal()) and not attended(io.StringIO())
+
+
+def test_train_from_python_shows_the_clis_progress_when_asked_and_is_quiet_in_a_file(capsys):
+    """nnxrl.train(config, progress=True): compiling, then the progress line with its
+    ETA; by default, with stdout not a terminal (pytest's capture), nothing."""
+    import nnxrl
+
+    tiny = ["total_env_steps=4096", "env.num_envs=4", "ppo.num_steps=16", "network.width=16"]
+    config = nnxrl.load_config("ppo-cartpole", [*tiny, "logging.print_every=8"])
+    nnxrl.train(config)
+    assert capsys.readouterr().out == ""
+    nnxrl.train(config, progress=True)
+    said = capsys.readouterr().out
+    assert "nnxrl: compiling the programs" in said, said
+    assert "steps/s all seeds  ETA " in said, said

@@ -323,7 +323,7 @@ def test_allow_recompile_trains_each_program_in_turn(tmp_path, capsys):
     out = tmp_path / "groups"
     with pytest.raises(config_lib.ConfigError, match=r"nnxrl.train_groups\(config, out_dir\)"):
         nnxrl.train(config, out)  # several programs: train refuses, naming train_groups
-    results = nnxrl.train_groups(config, out, quiet=False)
+    results = nnxrl.train_groups(config, out, progress=True)
     said = capsys.readouterr().out
     assert "network.width change the compiled program" in said and "2 programs" in said
     assert isinstance(results, list) and len(results) == 2

@@ -43,3 +43,14 @@ def waiting(what: str, stream: TextIO | None = None, every: float = EVERY) -> It
     finally:
         done.set()
         thread.join()
+
+
+def attended(stream: TextIO | None = None) -> bool:
+    """Whether someone is watching ``stream`` (default stdout): a terminal, or a
+    Jupyter or IPython kernel's cell output. What ``nnxrl.train`` shows progress to by
+    default; a script whose output goes to a file or a pipe stays quiet."""
+    out = stream or sys.stdout
+    if getattr(out, "isatty", lambda: False)():
+        return True
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})

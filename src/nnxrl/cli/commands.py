@@ -41,10 +41,17 @@ def train(args: argparse.Namespace) -> int:
                 "one group from a step with "
                 f"`{command(f'train --resume {out_dir}/group-G --step U')}`"
             )
-        nnxrl.train_groups(config, out_dir, quiet=False, resume=resume, stop_after=args.stop_after)
+        nnxrl.train_groups(
+            config, out_dir, progress=True, resume=resume, stop_after=args.stop_after
+        )
     else:
         result = nnxrl.train(
-            config, out_dir, quiet=False, resume=resume, step=args.step, stop_after=args.stop_after
+            config,
+            out_dir,
+            progress=True,
+            resume=resume,
+            step=args.step,
+            stop_after=args.stop_after,
         )
     if main:
         printing.outcome(config, out_dir, result)

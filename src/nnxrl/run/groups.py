@@ -21,6 +21,7 @@ from nnxrl.analysis.sweep_report import GROUP_PREFIX
 from nnxrl.config import population, schedule
 from nnxrl.errors import Stopped
 from nnxrl.parallel.devices import is_main_process
+from nnxrl.progress import attended
 from nnxrl.run import run_dir
 from nnxrl.run.training import RunResult, run_training
 from nnxrl.schema import describe_values
@@ -33,7 +34,7 @@ def train_groups(
     config: config_lib.Config,
     out_dir: str | Path | None = None,
     *,
-    quiet: bool = True,
+    progress: bool | None = None,
     resume: bool = False,
     stop_after: int | None = None,
     extra_backends: tuple = (),
@@ -41,8 +42,9 @@ def train_groups(
     """Train a sweep of several programs (``population.needs_groups``), the groups one after
     another (see the module docstring); returns the RunResult of each group trained
     now (a resumed sweep skips finished groups). Ends early by raising as
-    ``nnxrl.train`` does (Ctrl-C: the stopped group resumes with the rest)."""
-    run_one = run_training
+    ``nnxrl.train`` does (Ctrl-C: the stopped group resumes with the rest).
+    ``progress`` as ``nnxrl.train``'s."""
+    run_one, quiet = run_training, not (attended() if progress is None else progress)
     if out_dir is None:
         return train_parts(config, None, run_one, quiet, resume, stop_after, extra_backends)
     out_dir = run_dir.ensure_writable_dir(out_dir, "--out")

@@ -27,7 +27,7 @@ from nnxrl.logging import Backend, make_logger, members_of
 from nnxrl.logging.records import records_to_arrays
 from nnxrl.parallel.devices import is_main_process, start_jax
 from nnxrl.parallel.mesh import host_copy
-from nnxrl.progress import waiting
+from nnxrl.progress import attended, waiting
 from nnxrl.run import run_dir
 from nnxrl.run.loop import Outcome, RunLoop
 from nnxrl.run.programs import Programs, check_one_program, compile_programs
@@ -41,7 +41,7 @@ def train(
     config: config_lib.Config,
     out_dir: str | Path | None = None,
     *,
-    quiet: bool = True,
+    progress: bool | None = None,
     resume: bool = False,
     step: int | None = None,
     stop_after: int | None = None,
@@ -52,6 +52,9 @@ def train(
     written (no checkpoints, no files; the history is kept in memory); otherwise the
     run is written there as by ``nnxrl train`` (``resume`` continues it, from ``step``
     or the latest checkpoint; ``stop_after`` stops, checkpointed, after that many).
+    ``progress`` shows what ``nnxrl train`` prints while it trains (compiling, then the
+    progress line with its ETA); by default when stdout is a terminal or a notebook's
+    cell (``progress.attended``), not when it is a file or a pipe.
 
     A sweep is one run of its settings x seeds (``RunResult.setting_metrics``). One
     whose settings differ in keys that change the program (``sweep.allow_recompile``)
@@ -60,7 +63,7 @@ def train(
     return run_training(
         config,
         out_dir,
-        quiet=quiet,
+        quiet=not (attended() if progress is None else progress),
         resume=resume,
         step=step,
         stop_after=stop_after,
