@@ -396,6 +396,12 @@ def test_eval_render_and_export_on_cartpole(small_run, tmp_path, capsys):
         "| seed | episodes | return | length |" in said.out and "over 2 seeds: return" in said.out
     )
     assert "compiling and playing" in said.err and "eval: done in" in said.err  # no silent wait
+    assert main(["eval", str(small_run), "--episodes", "4", "--greedy"]) == 0
+    table = capsys.readouterr().out  # a person's: the table alone, no JSON dump
+    assert "over 2 seeds: return" in table and "{" not in table, table
+    assert main(["eval", str(small_run), "--episodes", "4", "--greedy", "--json", "-"]) == 0
+    piped = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert piped["seeds"] == data["seeds"]  # the same episodes: greedy, the same key
     gif = tmp_path / "episode.gif"
     assert main(["render", str(small_run), "--seed", "1", "--out", str(gif)]) == 0
     frames = int(capsys.readouterr().out.split(": ")[1].split(" frames")[0])

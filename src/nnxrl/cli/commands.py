@@ -112,8 +112,8 @@ def default_out_dir(config_path: str | Path) -> Path:
 
 def evaluate(args: argparse.Namespace) -> int:
     """``nnxrl eval``: ``nnxrl.evaluate`` of a run's (or a saved) policy, as a table
-    and as JSON."""
-    if args.json:
+    (with the interval over seeds), and with ``--json FILE`` every episode as JSON."""
+    if args.json and args.json != "-":
         ensure_writable_file(args.json, "--json")
     if args.greedy and args.epsilon is not None:
         print(
@@ -144,11 +144,11 @@ def evaluate(args: argparse.Namespace) -> int:
         )
     print(f"eval: done in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
     printing.evaluation(report)
-    if args.json:
-        Path(args.json).write_text(json.dumps(report.as_dict(), indent=1))
-        print(f"wrote {args.json}")
-    else:
+    if args.json == "-":  # on the last line of stdout, for a pipe (tail -n 1)
         print(json.dumps(report.as_dict()))
+    elif args.json:
+        Path(args.json).write_text(json.dumps(report.as_dict(), indent=1))
+        print(f"wrote {args.json} (every episode's return and length)")
     return 0
 
 

@@ -186,7 +186,12 @@ def add_own_options(cmd: Any, name: str) -> None:
             default=10,
             help="episodes per seed (default 10; played 1024 at a time)",
         )
-        cmd.add_argument("--json", metavar="FILE", help="write the report here (default: print it)")
+        cmd.add_argument(
+            "--json",
+            metavar="FILE",
+            help="write the report, every episode's return and length, to FILE as JSON "
+            "(- : print it after the table)",
+        )
     if name == "render":
         cmd.add_argument("--seed", type=count(0), default=0, help="which seed's policy (default 0)")
         cmd.add_argument("--out", default="episode.gif", help="output GIF (default episode.gif)")
