@@ -194,3 +194,25 @@ def test_a_declared_range_makes_an_env_comparable(tmp_path):
     alone = compare([tmp_path / "minatar"], reps=200)  # one env: raw returns, no gap
     assert alone.per_env["Asterix-MinAtar"]["ppo"]["optimality_gap"] is None
     assert "raw" in alone.sources["Asterix-MinAtar"] and "n/a" in markdown(alone)
+
+
+def test_runs_of_unlike_budgets_seed_counts_or_versions_are_not_pooled_silently(tmp_path, capsys):
+    """Two PPO runs on CartPole, one 10 updates of 4 seeds, one 20 of 2: refused,
+    naming both and how they differ; --pool-unlike pools them and notes it. A
+    method of one seed gets no interval."""
+    write_run(tmp_path / "a", "ppo", "CartPole-v1", [500, 480, 490, 470])
+    write_run(tmp_path / "b", "ppo", "CartPole-v1", [450, 500], updates=20)
+    (tmp_path / "b" / "run.json").write_text(json.dumps({"nnxrl": "0.2.0", "git_commit": None}))
+    write_run(tmp_path / "c", "pqn", "CartPole-v1", [200])
+    with pytest.raises(ValueError) as e:
+        compare([tmp_path], reps=200)
+    said = str(e.value)
+    assert "ppo on CartPole-v1 pools runs of unlike env steps per seed: a 5,120, b 10,240" in said
+    assert "unlike seeds: a 4, b 2" in said and "unlike nnxrl: a unrecorded, b 0.2.0" in said
+    assert said.endswith("or pass --pool-unlike to pool them anyway")
+    assert main(["compare", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    assert "--pool-unlike" in capsys.readouterr().err
+    c = compare([tmp_path / "a", tmp_path / "b", tmp_path / "c"], reps=200, pool_unlike=True)
+    assert len(c.scores["ppo"]["CartPole-v1"]) == 6 and len(c.notes) == 3
+    row = next(x for x in markdown(c).splitlines() if x.startswith("| pqn | 1 |"))
+    assert "(1 seed: none)" in row and "[" not in row

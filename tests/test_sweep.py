@@ -383,3 +383,26 @@ def test_plot_draws_one_curve_per_setting(sweep_run, tmp_path):
     assert main(["plot", str(sweep_run), "--out", str(out)]) == 0 and out.stat().st_size > 0
     labels = plot_runs([sweep_run], out=out)["labels"]  # the legend names each setting's values
     assert labels == [f"ppo.learning_rate={rate} (2 seeds)" for rate in [*RATES, DIVERGING]]
+
+
+def test_a_sweep_of_one_seed_per_setting_draws_and_names_no_interval(tmp_path):
+    """The sweep figure's bars are 95 % intervals across seeds only where a setting
+    has two or more, and the title says so."""
+    from nnxrl.analysis.sweep_report import SettingResult, SweepReport, plot_sweep
+
+    config = config_lib.load(CARTPOLE, ["sweep.grid={ppo.learning_rate: [0.001, 0.002]}"])
+
+    def result(setting: int, seeds: int) -> SettingResult:
+        lr = [0.001, 0.002][setting]
+        return SettingResult(
+            setting, {"ppo.learning_rate": lr}, 100.0, 90.0, 110.0, seeds, 9, 50.0, []
+        )
+
+    titles = {
+        seeds: plot_sweep(SweepReport(config, [result(0, a), result(1, b)]), tmp_path / "s.png")
+        for seeds, (a, b) in {"one": (1, 1), "mixed": (1, 3), "two": (2, 2)}.items()
+    }
+    assert titles["one"].endswith("2 settings, 1 seed per setting: no interval")
+    assert titles["mixed"].endswith("(none for a setting of 1 seed)")
+    assert titles["two"].endswith("2 settings, 95% CI across seeds")
+    assert (tmp_path / "s.png").stat().st_size > 0

@@ -92,13 +92,18 @@ def compare(
     seed: int = 0,
     out: str | Path | None = None,
     fmt: str = "png",
+    pool_unlike: bool = False,
 ) -> Comparison:
     """Compare the runs under ``paths`` (run directories, folders of runs, globs)
     grouped into methods by ``by``, on ``metric`` (default: each env's score,
     ``scores.py``); with ``out`` write compare.json, compare.md and the figures there
-    (``fmt``: png, svg or pdf). See the module docstring."""
+    (``fmt``: png, svg or pdf). Runs of one method on one env are pooled only when
+    alike (``check_alike``), or with ``pool_unlike`` (then a note says how they
+    differ). See the module docstring."""
     entries = collect(paths, by, ranges, metric)
+    unlike = check_alike(entries, pool_unlike)
     scores, notes = score_table(entries)
+    notes += unlike
     methods = sorted(scores)
     envs = sorted({e.env for e in entries})
     shared = [env for env in envs if all(env in scores[m] for m in methods)]
@@ -179,6 +184,33 @@ def method_of(run: Run, by: str) -> str:
     if run.hparams:
         label += " (" + ", ".join(f"{k}={v}" for k, v in run.hparams.items()) + ")"
     return label
+
+
+def check_alike(entries: Sequence[Entry], pool_unlike: bool) -> list[str]:
+    """Runs pooled into one method on one env must be alike: trained for the same env
+    steps per seed, with as many seeds, by the same nnxrl. A ValueError naming the
+    runs and how they differ; with ``pool_unlike``, the same said as notes."""
+    groups: dict[tuple[str, str], list[Entry]] = {}
+    for e in entries:
+        groups.setdefault((e.method, e.env), []).append(e)
+    said = []
+    for (method, env), group in groups.items():
+        facts = {
+            "env steps per seed": lambda e: f"{int(e.run.env_steps[-1]):,}",
+            "seeds": lambda e: str(e.run.num_seeds),
+            "nnxrl": lambda e: e.run.version or "unrecorded",
+        }
+        for what, fact in facts.items():
+            values = {e.name: fact(e) for e in group}
+            if len(set(values.values())) > 1:
+                listed = ", ".join(f"{name} {value}" for name, value in values.items())
+                said.append(f"{method} on {env} pools runs of unlike {what}: {listed}")
+    if said and not pool_unlike:
+        raise ValueError(
+            "; ".join(said) + ". Compare like with like (give the runs of one budget, "
+            "seed count and nnxrl), or pass --pool-unlike to pool them anyway"
+        )
+    return said
 
 
 def score_table(entries: Sequence[Entry]) -> tuple[dict, list[str]]:
@@ -335,7 +367,10 @@ def stat_table(rows: dict[str, dict], c: Comparison) -> list[str]:
     for method, stats in rows.items():
         seeds = len(next(iter(c.scores[method].values())))
         cells = " | ".join(
-            "n/a" if v is None else f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]" for v in stats.values()
+            "n/a"
+            if v is None
+            else f"{v[0]:.3f} " + (f"[{v[1]:.3f}, {v[2]:.3f}]" if seeds > 1 else "(1 seed: none)")
+            for v in stats.values()
         )
         out.append(f"| {method} | {seeds} | {cells} |")
     return out

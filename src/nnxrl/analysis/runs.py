@@ -4,6 +4,7 @@ curves' trailing smoothing."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,7 @@ class Run:
     metrics: dict[str, np.ndarray]
     config: dict = field(default_factory=dict)  # the run's config.yaml
     hparams: dict = field(default_factory=dict)  # a sweep setting's values (dotted keys)
+    version: str = ""  # the nnxrl that trained it (run.json: version and git commit)
 
 
 def load_runs(run_dir: str | Path) -> list[Run]:
@@ -42,6 +44,7 @@ def load_runs(run_dir: str | Path) -> list[Run]:
     if (run_dir / "config.yaml").is_file():
         config = yaml.safe_load((run_dir / "config.yaml").read_text(errors="replace")) or {}
         config = config if isinstance(config, dict) else {}
+    version = trained_by(run_dir)
     records = read_records(path)
     if not records:
         raise ValueError(f"{path} holds no records yet: nothing to plot (has the run started?)")
@@ -53,7 +56,7 @@ def load_runs(run_dir: str | Path) -> list[Run]:
         by_setting.setdefault(r.get("setting"), []).append(r)
     name = run_dir.resolve().name
     runs = [
-        run_of(f"{name}/setting_{k}" if k is not None else name, config, rows)
+        run_of(f"{name}/setting_{k}" if k is not None else name, config, rows, version)
         for k, rows in sorted(by_setting.items(), key=lambda item: item[0] or 0)
     ]
     names = {metric for run in runs for metric in run.metrics}
@@ -63,12 +66,24 @@ def load_runs(run_dir: str | Path) -> list[Run]:
     return runs
 
 
+def trained_by(run_dir: Path) -> str:
+    """The nnxrl version (and git commit) run.json records; "" where it has none."""
+    try:
+        meta = json.loads((run_dir / "run.json").read_text(errors="replace"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(meta, dict):
+        return ""
+    commit = meta.get("git_commit")
+    return f"{meta.get('nnxrl', '?')}" + (f" (git {str(commit)[:12]})" if commit else "")
+
+
 def load_run(run_dir: str | Path) -> Run:
     """A run directory that is not a sweep, as one Run."""
     return load_runs(run_dir)[0]
 
 
-def run_of(name: str, config: dict, records: list[dict]) -> Run:
+def run_of(name: str, config: dict, records: list[dict], version: str = "") -> Run:
     """One run's (or one setting's) records as a Run."""
     num_seeds = max((r["seed"] for r in records), default=-1) + 1
     arrays = records_to_arrays(records, num_seeds)
@@ -84,6 +99,7 @@ def run_of(name: str, config: dict, records: list[dict]) -> Run:
         metrics=arrays,
         config=config,
         hparams=dict(records[0].get("hparams") or {}),
+        version=version,
     )
 
 

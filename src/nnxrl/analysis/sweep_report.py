@@ -288,9 +288,11 @@ def write_outputs(run_dir: Path, result: SweepReport) -> None:
         plot_sweep(result, run_dir / "sweep.png")
 
 
-def plot_sweep(result: SweepReport, out: Path) -> None:
+def plot_sweep(result: SweepReport, out: Path) -> str:
     """Final return against each swept key (one panel per key; a log axis for keys
-    drawn log-uniformly or spanning a factor of 10 or more of positive values)."""
+    drawn log-uniformly or spanning a factor of 10 or more of positive values), with
+    the 95 % interval across seeds where a setting has two or more; returns the
+    figure's title, which says which."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -305,17 +307,30 @@ def plot_sweep(result: SweepReport, out: Path) -> None:
         numeric = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in xs)
         positions: list[Any] = xs if numeric else [str(x) for x in xs]
         means = np.asarray([r.mean for r in scored])
-        errors = np.asarray([[r.mean - r.low for r in scored], [r.high - r.mean for r in scored]])
-        ax.errorbar(positions, means, yerr=errors, fmt="o", capsize=3, alpha=0.8)
+        below = [r.mean - r.low if r.seeds > 1 else 0.0 for r in scored]
+        above = [r.high - r.mean if r.seeds > 1 else 0.0 for r in scored]
+        ax.errorbar(positions, means, yerr=np.asarray([below, above]), fmt="o", capsize=3)
         if scored and numeric and log_axis(sweep, key, xs):
             ax.set_xscale("log")
         ax.set_xlabel(key)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(f"final return (last {result.config.logging.return_window} ep.)")
-    fig.suptitle(f"{result.config.env.id}: {len(result.results)} settings, 95% CI across seeds")
+    title = f"{result.config.env.id}: {len(result.results)} settings, {interval_said(scored)}"
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
+    return title
+
+
+def interval_said(scored: list[SettingResult]) -> str:
+    """What the error bars are: a 95 % interval across seeds, drawn only for a
+    setting with two or more seeds; none from one."""
+    if all(r.seeds <= 1 for r in scored):
+        return "1 seed per setting: no interval"
+    if all(r.seeds > 1 for r in scored):
+        return "95% CI across seeds"
+    return "95% CI across seeds (none for a setting of 1 seed)"
 
 
 def log_axis(sweep: Any, key: str, xs: list[float]) -> bool:

@@ -222,6 +222,7 @@ def compare(args: argparse.Namespace) -> int:
             seed=args.seed,
             out=args.out,
             fmt=args.format,
+            pool_unlike=args.pool_unlike,
         )
     except (FileNotFoundError, KeyError, ValueError) as e:
         print(f"nnxrl: {e.args[0]}", file=sys.stderr)

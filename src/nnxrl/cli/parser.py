@@ -314,6 +314,12 @@ def add_compare(sub: Any) -> None:
     cmd.add_argument(
         "--reps", type=count(100), default=2000, help="bootstrap samples (default 2000)"
     )
+    cmd.add_argument(
+        "--pool-unlike",
+        action="store_true",
+        help="pool a method's runs on an env even when their budgets, seed counts or nnxrl "
+        "versions differ (refused otherwise; a note says how they differ)",
+    )
     cmd.add_argument("--seed", type=count(0), default=0, help="the bootstrap's seed (default 0)")
     cmd.add_argument("--out", default="compare", help="output folder (default ./compare)")
     cmd.add_argument(
