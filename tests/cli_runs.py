@@ -35,13 +35,13 @@ CARTPOLE_32_UPDATES = ["total_env_steps=2048", "ppo.num_steps=16", "network.widt
 
 def train_logged(out: Path, overrides: list[str]) -> str:
     """``nnxrl train`` of tiny CartPole in a fresh process with JAX's compile log on
-    (no trackers); its stderr."""
+    (no trackers); its stderr, then its stdout."""
     args = sets(CARTPOLE_32_UPDATES + ["logging.backends=[]"] + overrides)
     cmd = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out), *args]
     env = {**os.environ, "JAX_LOG_COMPILES": "1", "JAX_EXPLAIN_CACHE_MISSES": "1"}
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stderr
+    return done.stderr + done.stdout
 
 
 # Craftax at a size that compiles and runs in seconds: 2 updates of 8 envs x 8 steps,

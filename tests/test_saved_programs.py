@@ -129,6 +129,8 @@ def test_a_repeated_run_starts_from_the_cache_and_trains_identically(tmp_path, l
         )
         assert entries == ["chunk-1", "init"], entries
         assert traced(warm) == []
+        assert "\ncompiled in " in cold and "\nloaded the compiled programs in " in warm
+        assert "\ncompiled in " not in warm
     else:
         assert not (tmp_path / "cache/programs").exists()
         assert traced(warm) == ["init_seeds", "train_chunk"]

@@ -66,6 +66,7 @@ class Programs:
     compile_chunk: Any  # updates -> a compiled chunk program of that many updates
     hyperparams_at: Any  # update -> the hp a chunk starting there trains with
     evaluate: Any = None  # (state, update) -> evaluation means; None: no evaluation
+    loaded: bool = False  # both programs were loaded from disk: nothing was compiled
 
     def chunk(self, num_updates: int) -> Any:
         """The program for a chunk of ``num_updates`` (compiled on first use: only a
@@ -121,7 +122,9 @@ def compile_programs(config: config_lib.Config) -> Programs:
     hyperparams_at = scheduled_hyperparams(config, hp, layout)
     evaluate = make_evaluator(config)  # compiled at its first use
     init = partial(init_compiled, *init_args)
-    return Programs(init, chunks, hp, template, layout, compile_chunk, hyperparams_at, evaluate)
+    return Programs(
+        init, chunks, hp, template, layout, compile_chunk, hyperparams_at, evaluate, parts.idle
+    )
 
 
 def init_beside(saved: Any, parts: Tracing, args: tuple, pool: Executor) -> tuple[Future, Any]:
@@ -157,6 +160,11 @@ class Tracing:
 
     def __init__(self, config: config_lib.Config, layout: Layout, member_hp: Any) -> None:
         self.config, self.layout, self.member_hp = config, layout, member_hp
+
+    @property
+    def idle(self) -> bool:
+        """Nothing was traced: every program was loaded."""
+        return "algo" not in vars(self)
 
     @cached_property
     def algo(self) -> BuiltAlgorithm:

@@ -207,12 +207,13 @@ def compile_and_run(
     """Compile, run the loop from ``start`` and, if it finished, export the policy
     (and attach a video of it)."""
     t0 = time.perf_counter()
-    said = "compiling the programs (the next run of this config loads them from the cache)"
+    said = "compiling the programs, or loading them if this config ran before"
     with nullcontext() if quiet else waiting(said, sys.stdout):
         programs = compile_programs(config)
     compile_seconds = time.perf_counter() - t0
     if not quiet:
-        print(f"compiled in {compile_seconds:.1f} s; {programs.layout.describe()}", flush=True)
+        done = "loaded the compiled programs" if programs.loaded else "compiled"
+        print(f"{done} in {compile_seconds:.1f} s; {programs.layout.describe()}", flush=True)
     state = start_state(programs, out_dir, start.update, quiet)
     loop = RunLoop(config, programs, logger, out_dir, stop, start.update, stop_after)
     outcome = loop.run(state)
