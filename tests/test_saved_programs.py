@@ -6,6 +6,7 @@ stale; JAX's persistent cache stays the second level."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -159,3 +160,19 @@ def test_a_folder_that_cannot_be_written_is_said_and_the_run_goes_on(tmp_path, c
     program = saved.compiled("f", lambda: jax.jit(lambda x: x * 4).lower(X).compile())
     np.testing.assert_array_equal(np.asarray(program(X)), np.asarray(X * 4))
     assert f"the f program could not be saved in {blocker / 'programs'}" in capsys.readouterr().err
+
+
+def test_the_key_holds_the_distributions_a_program_imports_not_every_installed_extra():
+    """Installing an extra (uv sync --extra suites) keeps CartPole's saved programs;
+    an env of that extra keys on it."""
+    from nnxrl.store.saved_programs import env_distributions, used_distributions
+
+    def names(env_id: str) -> set[str]:
+        return {d.split("==")[0] for d in used_distributions(env_distributions(env_id))}
+
+    cartpole = names("CartPole-v1")
+    assert {"nnxrl", "jax", "jaxlib", "flax", "optax", "flashbax", "gymnax", "craftax"} <= cartpole
+    assert not cartpole & {"brax", "jumanji", "xminigrid", "navix", "pgx", "mlflow", "pytest"}
+    for env_id, extra in [("brax:ant", "brax"), ("navix:Navix-Empty-5x5-v0", "navix")]:
+        if importlib.util.find_spec(extra) is not None:
+            assert extra in names(env_id) and cartpole < names(env_id)

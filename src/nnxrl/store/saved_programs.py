@@ -9,8 +9,9 @@ them:
 - the program's config: every section that shapes it, traced values (which enter
   as arguments) left out, so another learning rate still hits;
 - the code: nnxrl's own source files, every loaded module outside the installed
-  packages (a user's registered env, network or algorithm), and the installed
-  distributions with their versions;
+  packages (a user's registered env, network or algorithm), and the versions of the
+  distributions the program can import (nnxrl's requirements and its env suite's,
+  with theirs: ``used_distributions``; another installed extra keeps the programs);
 - where it runs: Python and JAX versions, the backend, its devices and their kinds,
   XLA's options (``XLA_FLAGS``) and the JAX flags that change lowering.
 
@@ -40,6 +41,7 @@ import io
 import json
 import os
 import pickle
+import re
 import sys
 import sysconfig
 from collections.abc import Callable
@@ -172,7 +174,11 @@ def saved_programs(config: config_lib.Config, cache_dir: Path | None) -> SavedPr
     if off or jax.process_count() > 1 or interactive():
         return SavedPrograms(None)
     folder = Path(cache_dir) / "programs" / digest(program_config(config))
-    code = {**code_facts(), "components": described(components(config))}
+    code = {
+        **code_facts(),
+        "distributions": used_distributions(env_distributions(config.env.id)),
+        "components": described(components(config)),
+    }
     return SavedPrograms(folder, digest(code))
 
 
@@ -217,7 +223,6 @@ def code_facts() -> dict:
         "devices": [[d.id, d.platform, d.device_kind] for d in devices],
         "environment": {k: os.environ.get(k) for k in COMPILER_VARIABLES},
         "flags": {f: str(getattr(jax.config, f, None)) for f in JAX_FLAGS},
-        "distributions": installed_distributions(),
         "source": source_digest(),
     }
 
@@ -252,16 +257,66 @@ def installed_folders() -> tuple[str, ...]:
     return tuple(os.path.join(f, "") for f in folders)
 
 
+def env_distributions(env_id: str) -> tuple[str, ...]:
+    """The optional distribution an env id's suite comes from (brax, jumanji, ...)."""
+    from nnxrl.envs.brax_env import PREFIX as BRAX_PREFIX
+    from nnxrl.envs.suites import suite_of
+
+    if env_id.startswith(BRAX_PREFIX):
+        return ("brax",)
+    suite = suite_of(env_id)
+    return (suite.package,) if suite else ()
+
+
 @cache
-def installed_distributions() -> tuple[str, ...]:
-    """Every installed distribution with its version, from the package folders' names
-    (a listing, not an import: cheap)."""
-    names: set[str] = set()
+def used_distributions(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """name==version of what a program's code can come from: nnxrl's requirements and
+    those of the ``extra`` distributions (an env suite's), each with its own
+    requirements in turn, and JAX's plugins. Not every installed distribution:
+    installing an extra the config does not use keeps its saved programs. Read from
+    the dist-info folders' names and METADATA files (``importlib.metadata`` looks each
+    name up along the whole path: 6 s for these ~100)."""
+    installed = dist_info_folders()
+    plugins = [name for name in installed if name.startswith("jax") and "plugin" in name]
+    versions: dict[str, str] = {}
+    todo = ["nnxrl", *extra, *plugins]
+    while todo:
+        name = canonical(todo.pop())
+        if name in versions or name not in installed:
+            continue
+        folder = installed[name]
+        versions[name] = folder.name.removesuffix(".dist-info").rsplit("-", 1)[-1]
+        todo += requirements(folder / "METADATA")
+    return tuple(f"{n}=={v}" for n, v in sorted(versions.items()))
+
+
+def canonical(name: str) -> str:
+    """A distribution's name as packaging compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@cache
+def dist_info_folders() -> dict[str, Path]:
+    """Every installed distribution's dist-info folder, by canonical name."""
+    found = {}
     for key in ("purelib", "platlib"):
         folder = Path(sysconfig.get_paths()[key])
-        if folder.is_dir():
-            names.update(p.name for p in folder.iterdir() if p.name.endswith(".dist-info"))
-    return tuple(sorted(names))
+        for info in folder.glob("*.dist-info") if folder.is_dir() else ():
+            found[canonical(info.name.removesuffix(".dist-info").rsplit("-", 1)[0])] = info
+    return found
+
+
+def requirements(path: Path) -> list[str]:
+    """The names a METADATA file requires, an extra's requirements left out (installed
+    only when asked for)."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    wanted = [x.split(":", 1)[1] for x in lines if x.startswith("Requires-Dist:")]
+    return [
+        re.split(r"[\s;<>=!~\[(]", w.strip(), maxsplit=1)[0] for w in wanted if "extra ==" not in w
+    ]
 
 
 def described(component: Any) -> Any:
