@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shlex
 import subprocess
 import sys
 import typing
@@ -88,3 +89,52 @@ def test_the_readmes_python_api_block_runs_as_written(tmp_path, monkeypatch):
     assert (tmp_path / "runs/cartpole/policy/policy.yaml").is_file()
     assert (tmp_path / "episode.gif").stat().st_size > 0
     assert (tmp_path / "curves.png").stat().st_size > 0
+
+
+# The tour's train commands at tiny sizes, by the config they name (appended to the
+# line's own --set, so they win); a config the tour gains needs its line here.
+TINY_WIDTH = ["network.width=16", "fast_compile=true", "logging.backends=[]"]
+TOUR_TINY = {
+    "ppo-cartpole": ["total_env_steps=2048", "ppo.num_steps=16", *TINY_WIDTH],
+    "pqn-cartpole": ["total_env_steps=2048", "pqn.num_steps=16", *TINY_WIDTH],
+    "pbt-ppo-cartpole": ["total_env_steps=1280", "ppo.num_steps=16", "num_seeds=2", *TINY_WIDTH],
+    "runs/pbt/best_schedule.yaml": [],  # the PBT run's own (tiny) settings
+    "ppo-craftax-classic-symbolic": [
+        *["total_env_steps=768", "env.num_envs=8", "env.reset_ratio=4", "ppo.num_steps=8"],
+        *["ppo.num_minibatches=2", "ppo.num_epochs=1", *TINY_WIDTH],
+    ],
+    "examples/a2c-cartpole.yaml": ["total_env_steps=1024", *TINY_WIDTH],
+}
+
+
+def tour_commands() -> list[list[str]]:
+    """The README tour's commands, each as nnxrl's arguments."""
+    section = README.split("## A tour of the command line", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    commands = []
+    for line in block.splitlines():
+        code = "" if line.startswith("#") else line.split(" #", 1)[0].strip()
+        for command in re.split(r"\s*(?:&&|;)\s*(?=uv run)", code) if code else ():
+            words = shlex.split(command)
+            assert words[:3] == ["uv", "run", "nnxrl"], line
+            commands.append(words[3:])
+    return commands
+
+
+def test_the_readmes_tour_runs_as_written_at_tiny_sizes(tmp_path, monkeypatch, capsys):
+    """Every command of the tour, in order, in a scratch folder beside the checkout's
+    examples: each path a command reads was written by one before it."""
+    from nnxrl.cli import main
+
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    monkeypatch.chdir(tmp_path)
+    for args in tour_commands():
+        if "train" in args and "--resume" not in args:
+            config = args[args.index("train") + 1]
+            args = args + [x for o in TOUR_TINY[config] for x in ("--set", o)]
+        if "--episodes" in args:  # a tiny policy plays few episodes
+            args[args.index("--episodes") + 1] = "2"
+        status = 130 if "--stop-after" in args else 0
+        assert main(args) == status, (args, capsys.readouterr())
+    for made in ("runs/craftax/policy", "policies/ppo", "episode.gif", "curves.png", "compare"):
+        assert (tmp_path / made).exists(), made
