@@ -81,6 +81,18 @@ def test_the_episode_gif_is_attached_to_mlflow_and_wandb(tracked_run):
     assert len(videos) == 1 and videos[0].read_bytes() == (tracked_run / "episode.gif").read_bytes()
 
 
+def test_an_mlflow_runs_duration_spans_its_compile_and_training(tracked_run):
+    """The run starts in MLflow when nnxrl's run starts, not when the store opened:
+    before the first chunk's record and the last; it ends after the last."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=local_store_uri(tracked_run))
+    info = client.get_run((tracked_run / "mlflow_run_id").read_text().strip()).info
+    times = [r["time"] * 1000 for r in read_jsonl(tracked_run / "timing.jsonl")]
+    assert info.start_time < times[0] - 1000  # the compile came before the first chunk
+    assert info.end_time >= times[-1] and info.status == "FINISHED"
+
+
 def test_tensorboard_switched_on_at_resume_gets_the_earlier_records(tmp_path):
     out = tmp_path / "run"
     config = C.load("configs/ppo-cartpole.yaml", [*TINY, "logging.backends=[]"])

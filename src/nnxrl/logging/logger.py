@@ -94,10 +94,10 @@ class _Worker:
         self.thread.start()
 
     def _run(self) -> None:
+        self._call("open")  # at full priority: a tracker opened late gets every point late
         with self.priority:
             if self.rest and not self.draining.is_set():
                 set_priority(threading.current_thread(), TRACKER_NICENESS)
-        self._call("open")
         item = self.queue.get()
         while item is not _STOP:
             started = time.perf_counter()

@@ -199,6 +199,7 @@ class MlflowBackend:
         self.stride = logged_updates(num_updates, points)
         self.start_update = start_update  # a resumed run's records up to here exist
         self.skip_through = -1  # env_steps already in the run
+        self.started = int(time.time() * 1000)  # the run's start (ms), before it compiles
 
     def open(self) -> None:
         import mlflow
@@ -299,7 +300,11 @@ class MlflowBackend:
 
         self.experiment_id = experiment_id = self._experiment_id()
         run = self._locked_retry(
-            self.client.create_run, experiment_id, run_name=self.run_name, tags=self.tags
+            self.client.create_run,
+            experiment_id,
+            start_time=self.started,
+            run_name=self.run_name,
+            tags=self.tags,
         )
         self.run_id = run.info.run_id
         self.children = {}  # a new parent has children of its own
@@ -409,7 +414,11 @@ class MlflowBackend:
             name = f"{self.run_name}/seed_{seed}/member_{setting}"
             params.append(Param("seed", str(seed)))
         run = self._locked_retry(
-            self.client.create_run, self.experiment_id, run_name=name, tags=tags
+            self.client.create_run,
+            self.experiment_id,
+            start_time=self.started,
+            run_name=name,
+            tags=tags,
         )
         child = run.info.run_id
         params += [Param(k, str(v)) for k, v in record["hparams"].items()]
