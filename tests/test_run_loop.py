@@ -118,6 +118,7 @@ def test_a_schedules_changes_reach_the_chunks_after_them_and_its_records():
 def test_a_stop_before_the_first_update_does_not_claim_a_checkpoint(tmp_path):
     from nnxrl.cli import stopped_message
     from nnxrl.errors import Stopped
+    from nnxrl.hints import command
     from nnxrl.run.loop import Outcome
     from nnxrl.run.training import raise_if_cut_short
 
@@ -129,7 +130,6 @@ def test_a_stop_before_the_first_update_does_not_claim_a_checkpoint(tmp_path):
     said = stopped_message(stopped.value, None)
     assert said.startswith("stopped before the first update: nothing was trained or checkpointed")
     later = stopped_message(Stopped(4, tmp_path), stop_after=3)
-    assert later.startswith(
-        f"stopped at update 4, checkpointed; continue with `nnxrl train --resume {tmp_path}`"
-    )
+    resume = command(f"train --resume {tmp_path}")
+    assert later.startswith(f"stopped at update 4, checkpointed; continue with `{resume}`")
     assert "--stop-after 3 stops at the end of the chunk that reaches it" in later

@@ -186,12 +186,7 @@ def add_own_options(cmd: Any, name: str) -> None:
             default=10,
             help="episodes per seed (default 10; played 1024 at a time)",
         )
-        cmd.add_argument(
-            "--json",
-            metavar="FILE",
-            help="write the report, every episode's return and length, to FILE as JSON "
-            "(- : print it after the table)",
-        )
+        cmd.add_argument("--json", metavar="FILE", help="every episode as JSON in FILE (-: stdout)")
     if name == "render":
         cmd.add_argument("--seed", type=count(0), default=0, help="which seed's policy (default 0)")
         cmd.add_argument("--out", default="episode.gif", help="output GIF (default episode.gif)")
@@ -202,11 +197,8 @@ def add_own_options(cmd: Any, name: str) -> None:
             metavar="K",
             help="enlarge frames K times (nearest neighbour; default 1)",
         )
-        cmd.add_argument(
-            "--overlay",
-            action="store_true",
-            help="write the step and the return so far above each frame",
-        )
+        overlay = "write the step and the return so far above each frame"
+        cmd.add_argument("--overlay", action="store_true", help=overlay)
     if name == "export":
         cmd.add_argument("--out", help="output directory (default RUN_DIR/policy)")
     if name in ("eval", "render"):
@@ -314,12 +306,8 @@ def add_compare(sub: Any) -> None:
     cmd.add_argument(
         "--reps", type=count(100), default=2000, help="bootstrap samples (default 2000)"
     )
-    cmd.add_argument(
-        "--pool-unlike",
-        action="store_true",
-        help="pool a method's runs on an env even when their budgets, seed counts or nnxrl "
-        "versions differ (refused otherwise; a note says how they differ)",
-    )
+    unlike = "pool a method's runs on an env whose budgets, seed counts or nnxrl differ"
+    cmd.add_argument("--pool-unlike", action="store_true", help=unlike)
     cmd.add_argument("--seed", type=count(0), default=0, help="the bootstrap's seed (default 0)")
     cmd.add_argument("--out", default="compare", help="output folder (default ./compare)")
     cmd.add_argument(
