@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from nnxrl import config as C
+from nnxrl.logging.jsonl import read_records
 from nnxrl.run.training import run_training
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,6 +97,11 @@ def test_the_ui_serves_its_page_and_both_runs(ui):
     experiment = json.loads(text)["experiment"]
     tags = {t["key"]: t["value"] for t in experiment["tags"]}
     assert tags["mlflow.experimentKind"] == "custom_model_development"
+    view = json.loads(tags["mlflow.sharedViewState.nnxrl"])  # the page ui_url opens
+    assert view["selectedColumns"][:2] == [
+        "metrics.`episode_return_window`",
+        "metrics.`episode_return`",
+    ]
     status, text = fetch(
         base + "/api/2.0/mlflow/runs/search", {"experiment_ids": [experiment["experiment_id"]]}
     )
@@ -165,6 +171,12 @@ def test_the_page_a_run_points_to_opens_on_its_runs_as_model_training(ui):
     page = rendered_text(browser, ui_url(experiment_id, port=port))
     assert "Runs" in page and "lr-1e-3" in page and "lr-2.5e-4" in page, page[:600]
     assert "2 matching runs" in page and "Detect Issues" not in page and "Overview" not in page
+    # the return, the rate and what tells runs apart are columns, each run's value shown
+    for column in ("episode_return_window", "episode_return", "perf/sps", "env.id", "algo"):
+        assert f" {column} " in page, page[:1500]
+    for name in ("lr-1e-3", "lr-2.5e-4"):
+        last = read_records(runs / name / "metrics_aggregate.jsonl")[-1]
+        assert repr(last["episode_return_window/mean"]) in page, (name, last, page[:1500])
 
 
 def rendered_text(browser: str, url: str) -> str:
@@ -177,6 +189,7 @@ def rendered_text(browser: str, url: str) -> str:
             "--no-sandbox",
             "--disable-gpu",
             "--virtual-time-budget=20000",
+            "--window-size=1900,900",  # wide enough for the table's columns to be drawn
             "--dump-dom",
             url,
         ],

@@ -1,10 +1,16 @@
 """TensorBoard event files read back with TensorBoard's own reader; the end-of-run
-episode GIF attached to MLflow, W&B (offline) and TensorBoard."""
+episode GIF attached to MLflow, W&B (offline) and TensorBoard; MLflow read while a
+run trains."""
 
 import json
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
+from cli_runs import CARTPOLE, sets
 from cli_runs import TWO_SEEDS_CARTPOLE as TINY
 
 from nnxrl import config as C
@@ -104,3 +110,65 @@ def test_tensorboard_switched_on_at_resume_gets_the_earlier_records(tmp_path):
     assert steps == [
         u * schedule.batch_size(config) for u in range(1, schedule.num_updates(config) + 1)
     ]
+
+
+# CartPole for as long as the test lets it run (minutes; it is stopped long before):
+# 10,000 updates of 2,048 env steps in chunks of 10, a point of each series per chunk
+ENDLESS_CARTPOLE = [
+    "total_env_steps=20_480_000",
+    "env.num_envs=16",
+    "ppo.num_steps=128",
+    "logging.backends=[mlflow]",
+    "logging.updates_per_chunk=10",
+    "logging.tracker_points=1000",
+    "checkpoint.enabled=false",
+    "fast_compile=true",
+]
+
+
+def test_mlflow_shows_a_run_s_points_while_it_trains(tmp_path):
+    """Someone who opens MLflow during a run finds it RUNNING with its points so far,
+    and more of them a moment later; stopped with Ctrl-C, it ends KILLED and keeps
+    every point that was seen."""
+    from mlflow import MlflowClient
+
+    out = tmp_path / "runs" / "live"
+    command = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out)]
+    process = subprocess.Popen(
+        [*command, *sets(ENDLESS_CARTPOLE)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        first, later = points_while_training(out, process, seconds=300)
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr.decode()[-2000:]
+    assert first and set(first) < set(later)
+    client = MlflowClient(tracking_uri=local_store_uri(out))
+    run_id = (out / "mlflow_run_id").read_text().strip()
+    assert client.get_run(run_id).info.status == "KILLED"
+    kept = [(m.step, m.value) for m in client.get_metric_history(run_id, "loss/total")]
+    assert set(later) <= set(kept)
+
+
+def points_while_training(out, process, seconds: float) -> tuple[list, list]:
+    """The run's ``loss/total`` points as MLflow's client reads them twice while the
+    process trains and the run is RUNNING: the first time any exist, and the first
+    time there are more."""
+    from mlflow import MlflowClient
+
+    deadline, first = time.monotonic() + seconds, []
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the run ended before MLflow showed it training"
+        time.sleep(1.0)
+        if not (out / "mlflow_run_id").exists():
+            continue
+        client = MlflowClient(tracking_uri=local_store_uri(out))
+        run_id = (out / "mlflow_run_id").read_text().strip()
+        points = [(m.step, m.value) for m in client.get_metric_history(run_id, "loss/total")]
+        if client.get_run(run_id).info.status != "RUNNING" or process.poll() is not None:
+            break
+        if first and len(points) > len(first):
+            return first, points
+        first = first or points
+    raise AssertionError(f"MLflow showed no growing series while the run trained: {first}")

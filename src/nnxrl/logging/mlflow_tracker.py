@@ -5,7 +5,8 @@ store shared with the runs beside it: ``<out>/../mlflow.db`` (``runs/mlflow.db``
 the default ``runs/<config>-<time>``), so ``mlflow ui --backend-store-uri
 sqlite:///runs/mlflow.db`` lists and compares them all; artifacts go to
 ``<out>/../mlartifacts/<run id>``. The experiment is marked as model training (MLflow
-3 would otherwise open it as a GenAI experiment), and each run is tagged with
+3 would otherwise open it as a GenAI experiment) and shares a view of its runs table
+with the return among the columns (``ui_url`` opens it); each run is tagged with
 ``nnxrl.algo``, ``nnxrl.env``, ``nnxrl.version``, ``nnxrl.run.run_dir`` and ``git.commit``.
 
 Metrics, at step ``env_steps`` (per seed), every k-th update and the last
@@ -46,8 +47,24 @@ from nnxrl.logging.run_info import is_logged, logged_updates
 from nnxrl.store import own_files
 
 _STATUS = {"finished": "FINISHED", "killed": "KILLED", "failed": "FAILED"}
-# MLflow 3's UI opens an experiment without this tag as a GenAI one (traces, tokens).
-EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
+# The runs table's columns on the page ``ui_url`` opens: the return, the rate and what
+# tells runs apart. MLflow keeps a person's own columns in their browser, so a default
+# can only come as a view the experiment shares (the UI's "Share" does the same).
+VIEW_KEY = "nnxrl"
+VIEW_COLUMNS = [
+    "metrics.`episode_return_window`",
+    "metrics.`episode_return`",
+    "metrics.`perf/sps`",
+    "params.`algo`",
+    "params.`env.id`",
+    "params.`num_seeds`",
+    "params.`total_env_steps`",
+]
+EXPERIMENT_TAGS = {
+    # MLflow 3's UI opens an experiment without this tag as a GenAI one (traces, tokens)
+    "mlflow.experimentKind": "custom_model_development",
+    f"mlflow.sharedViewState.{VIEW_KEY}": json.dumps({"selectedColumns": VIEW_COLUMNS}),
+}
 CHILDREN_FILE = "mlflow_child_runs.json"  # a sweep's setting -> child run id
 LOCK_RETRY_SECONDS = 60.0  # runs sharing a SQLite store wait for each other's writes
 
@@ -63,10 +80,12 @@ def local_store_uri(out_dir: str | Path) -> str:
 
 
 def ui_url(experiment_id: str, port: int = 5000, host: str = "127.0.0.1") -> str:
-    """The MLflow UI's page of an experiment's runs. ``workflowType=machine_learning``
-    opens it as model training: MLflow 3's UI starts in its GenAI mode (traces, an
-    "Overview" of LLM usage) whatever the experiment's ``mlflow.experimentKind`` tag."""
-    return f"http://{host}:{port}/#/experiments/{experiment_id}?workflowType=machine_learning"
+    """The MLflow UI's table of an experiment's runs, with the return as a column (the
+    experiment's shared view ``VIEW_KEY``). ``workflowType=machine_learning`` opens it
+    as model training: MLflow 3's UI starts in its GenAI mode (traces, an "Overview" of
+    LLM usage) whatever the experiment's ``mlflow.experimentKind`` tag."""
+    query = f"viewStateShareKey={VIEW_KEY}&workflowType=machine_learning"
+    return f"http://{host}:{port}/#/experiments/{experiment_id}/runs?{query}"
 
 
 def ui_instructions(out_dir: str | Path) -> str:
@@ -317,7 +336,8 @@ class MlflowBackend:
         own_files.write_text(self.out_dir / "mlflow_run_id", self.run_id + "\n")
 
     def _experiment_id(self) -> str:
-        """The experiment's id, made (as a model-training experiment) if it is new."""
+        """The experiment's id, made (as a model-training experiment) if it is new; its
+        tags (``EXPERIMENT_TAGS``) set where they are missing or old."""
         from mlflow.exceptions import MlflowException
 
         found = self.client.get_experiment_by_name(self.experiment)
@@ -330,14 +350,14 @@ class MlflowBackend:
                     self.client.create_experiment,
                     self.experiment,
                     artifact_location=location,
-                    tags=EXPERIMENT_KIND,
+                    tags=EXPERIMENT_TAGS,
                 )
             except MlflowException:  # another run made it at the same moment
                 found = self.client.get_experiment_by_name(self.experiment)
                 if found is None:
                     raise
-        if not all(found.tags.get(k) == v for k, v in EXPERIMENT_KIND.items()):
-            for key, value in EXPERIMENT_KIND.items():
+        if not all(found.tags.get(k) == v for k, v in EXPERIMENT_TAGS.items()):
+            for key, value in EXPERIMENT_TAGS.items():
                 self._locked_retry(self.client.set_experiment_tag, found.experiment_id, key, value)
         return found.experiment_id
 
