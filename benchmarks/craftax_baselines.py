@@ -35,11 +35,12 @@ and run at least this, so its first update and rate bound both sides': the
 ``env alone / baselines`` row is the best first-update ratio any Craftax PPO with
 this env code could reach.
 
-``--least`` adds a side for feed-forward PPO: the least PPO program that computes what
-nnxrl's config asks (``benchmarks/ppo_floor.py``'s ``run_craftax``: plain JAX around
-nnxrl's env, the learning rate annealed and time limits bootstrapped, nothing else;
-init and one update compiled as two programs, a mark after each update). Its rate
-and first update over the baselines' bound what a PPO written in JAX reaches here.
+``--least`` adds a side: the least PPO program that computes what nnxrl's config asks
+(feed-forward: ``benchmarks/ppo_floor.py``'s ``run_craftax``; recurrent:
+``benchmarks/ppo_rnn_floor.py``; plain JAX around nnxrl's env, the learning rate
+annealed and time limits bootstrapped, nothing else; init and one update compiled as
+two programs, a mark after each update). Its rate and first update over the
+baselines' bound what a PPO written in JAX reaches here.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--least",
         action="store_true",
-        help="add the least feed-forward PPO program (benchmarks/ppo_floor.py) as a side",
+        help="add the least PPO program (benchmarks/ppo_floor.py, ppo_rnn_floor.py) as a side",
     )
     parser.add_argument("--worker", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--worker-kind", choices=tuple(SCRIPTS), help=argparse.SUPPRESS)
@@ -120,7 +121,7 @@ def parse_args() -> argparse.Namespace:
 def measure_kind(args: argparse.Namespace, kind: str) -> dict[str, list[dict]]:
     """Every side ``--repeats`` times, alternated, each a fresh process."""
     sides = ["nnxrl", "baselines"] + ["env alone"] * args.env_alone
-    sides += ["least program"] * (args.least and kind == "ff")
+    sides += ["least program"] * args.least
     runs: dict[str, list[dict]] = {side: [] for side in sides}
     for rep in range(args.repeats):
         order = sides if rep % 2 == 0 else tuple(reversed(sides))
@@ -183,10 +184,14 @@ def run_worker(args: argparse.Namespace) -> list[float]:
         run_baselines(args, marks)
     elif args.worker == "env alone":
         run_env_alone(args, marks)
-    elif args.worker == "least program":
+    elif args.worker == "least program" and args.worker_kind == "ff":
         from ppo_floor import run_craftax  # benchmarks/ppo_floor.py, beside this file
 
         run_craftax(args.env, args.updates, marks)
+    elif args.worker == "least program":
+        from ppo_rnn_floor import run_craftax_rnn  # benchmarks/ppo_rnn_floor.py
+
+        run_craftax_rnn(args.env, args.updates, marks)
     else:
         run_nnxrl(args, marks)
     return marks

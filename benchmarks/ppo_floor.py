@@ -155,19 +155,8 @@ def run_craftax(env_id: str, updates: int, marks: list[float]) -> None:
     init compiled and run, then ``updates`` updates, the Unix time after each."""
     import jax
 
-    from nnxrl.envs.compiler_options import compiler_options
-    from nnxrl.envs.craftax_env import make_craftax_env
-
     w = craftax_workload(updates)
-    vec = make_craftax_env(env_id, w.envs, reset_ratio=16)
-    options = compiler_options(vec.spec)  # nnxrl's XLA option for Craftax
-
-    def step(key: Any, state: Any, action: Any) -> tuple:
-        state, out = vec.step(key, state, action)
-        done = out.terminated | out.truncated
-        return state, out.obs, out.reward, out.terminated, done, out.final_obs
-
-    env = Env(vec.reset, step, vec.spec.obs_shape[0], vec.spec.num_actions)
+    env, options = craftax(env_id, w)
     optimiser = make_optimiser(w, matched=True)
     init = jax.jit(partial(initial_carry, w=w, env=env, optimiser=optimiser))
     carry = init.lower(jax.random.key(0)).compile(options)(jax.random.key(0))
@@ -177,6 +166,23 @@ def run_craftax(env_id: str, updates: int, marks: list[float]) -> None:
         carry, ended = program(carry)
         jax.block_until_ready(ended)
         marks.append(time.time())
+
+
+def craftax(env_id: str, w: Workload) -> tuple[Env, dict]:
+    """nnxrl's Craftax env, ``w.envs`` of them with optimistic resets (ratio 16), and
+    the XLA options nnxrl compiles it with."""
+    from nnxrl.envs.compiler_options import compiler_options
+    from nnxrl.envs.craftax_env import make_craftax_env
+
+    vec = make_craftax_env(env_id, w.envs, reset_ratio=16)
+
+    def step(key: Any, state: Any, action: Any) -> tuple:
+        state, out = vec.step(key, state, action)
+        done = out.terminated | out.truncated
+        return state, out.obs, out.reward, out.terminated, done, out.final_obs
+
+    env = Env(vec.reset, step, vec.spec.obs_shape[0], vec.spec.num_actions)
+    return env, compiler_options(vec.spec)
 
 
 def save_with_orbax(state: Any, directory: str) -> float:
@@ -336,12 +342,18 @@ def sgd_step(state: tuple, minibatch: dict, optimiser: Any, w: Workload) -> tupl
 
 
 def loss(params: dict, mb: dict, w: Workload) -> Any:
+    logits, value = forward(params, mb["obs"])
+    return ppo_loss(logits, value, mb, w)
+
+
+def ppo_loss(logits: Any, value: Any, mb: dict, w: Workload) -> Any:
+    """The clipped policy loss, the clipped value loss and the entropy bonus of a
+    minibatch whose policy logits and values the network has just computed."""
     import jax
     import jax.numpy as jnp
 
-    logits, value = forward(params, mb["obs"])
     logp_all = jax.nn.log_softmax(logits)
-    logp = jnp.take_along_axis(logp_all, mb["action"][:, None], axis=1)[:, 0]
+    logp = jnp.take_along_axis(logp_all, mb["action"][..., None], axis=-1)[..., 0]
     advantage = (mb["advantage"] - mb["advantage"].mean()) / (mb["advantage"].std() + 1e-8)
     ratio = jnp.exp(logp - mb["logp"])
     clipped = jnp.clip(ratio, 1 - w.clip, 1 + w.clip)
