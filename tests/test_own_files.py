@@ -54,16 +54,41 @@ def test_export_never_replaces_a_folder_holding_a_users_files(finished, tmp_path
     other = user_file(out, "draft.txt")
     assert main(["export", str(finished), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "holds files that are not part of a saved policy (draft.txt)" in err
+    assert (
+        "not part of a policy nnxrl saved there (draft.txt, params/thesis.tex, policy.yaml)" in err
+    )
     assert thesis.read_text() == "\\section{Results}\n"
     assert spec.read_text() == "my own policy notes\n" and other.read_text() == "my notes\n"
+
+
+def test_export_refuses_a_users_files_under_the_names_a_policy_uses(finished, tmp_path, capsys):
+    """Only names a policy has (a policy.yaml of one's own, a thesis under params/):
+    nnxrl's manifest, not the names, tells its own files."""
+    out = tmp_path / "mine"
+    thesis = user_file(out / "params", "thesis.tex", "\\section{Results}\n")
+    spec = user_file(out, "policy.yaml", "my own policy notes\n")
+    assert main(["export", str(finished), "--out", str(out)]) == 2
+    assert "(params/thesis.tex, policy.yaml)" in capsys.readouterr().err
+    assert thesis.read_text() == "\\section{Results}\n"
+    assert spec.read_text() == "my own policy notes\n"
+
+
+def test_export_refuses_a_policy_it_saved_once_a_user_has_changed_it(finished, tmp_path, capsys):
+    out = tmp_path / "policy"
+    assert main(["export", str(finished), "--out", str(out), "--step", "24"]) == 0
+    edited = (out / "policy.yaml").read_text() + "# my note on this policy\n"
+    (out / "policy.yaml").write_text(edited)
+    user_file(out / "params", "thesis.tex")
+    assert main(["export", str(finished), "--out", str(out)]) == 2
+    assert "(params/thesis.tex, policy.yaml)" in capsys.readouterr().err
+    assert (out / "policy.yaml").read_text() == edited
 
 
 def test_export_replaces_a_policy_it_saved_and_leaves_nothing_aside(finished, tmp_path):
     out = tmp_path / "policy"
     assert main(["export", str(finished), "--out", str(out), "--step", "24"]) == 0
     assert main(["export", str(finished), "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["params", "policy.yaml"]
+    assert sorted(p.name for p in out.iterdir()) == [".nnxrl-policy.json", "params", "policy.yaml"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["policy"]  # no partial or old copy
 
 

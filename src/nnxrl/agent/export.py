@@ -26,9 +26,9 @@ def export_policy(
     run's own policy folder is written under the run's lock."""
     run = setting_run_dir(run_dir, setting)
     out = Path(out or Path(run_dir) / "policy")
-    own_files.check_replaceable(out, "--out")  # before anything is written
-    ensure_writable_dir(out.parent, "--out")
     inside = out.parent.resolve() == Path(run_dir).resolve()  # the run's own policy
+    own_files.check_replaceable(out, "--out", run_owned=inside)  # before anything is written
+    ensure_writable_dir(out.parent, "--out")
     with run_lock.hold(run_dir, "export") if inside else nullcontext():
         policy = policy_from_checkpoint(run, step, setting)
-        return save_policy(out, policy), policy
+        return save_policy(out, policy, run_owned=inside), policy

@@ -241,17 +241,18 @@ def _key_name(key: Any) -> str:
     return str(key)
 
 
-def save_policy(directory: str | Path, policy: Policy) -> Path:
+def save_policy(directory: str | Path, policy: Policy, *, run_owned: bool = False) -> Path:
     """Write ``policy`` to ``directory`` (see the module docstring): into a folder
-    beside it, renamed into place once whole, and only over an empty directory or a
-    policy saved before (``own_files.check_replaceable``; a ConfigError otherwise). In
-    a multi-process run every process calls this (Orbax synchronises them) and process
-    0 writes."""
+    beside it with a manifest of what was written, renamed into place once whole, and
+    only over an empty directory or a policy saved before and unchanged
+    (``own_files.check_replaceable``, ``run_owned`` a run's own policy folder; a
+    ConfigError otherwise). In a multi-process run every process calls this (Orbax
+    synchronises them) and process 0 writes."""
     import shutil
 
     import orbax.checkpoint as ocp
 
-    own_files.check_replaceable(directory, "the policy's directory")
+    own_files.check_replaceable(directory, "the policy's directory", run_owned=run_owned)
     directory = Path(directory).parent.resolve() / Path(directory).name
     written = directory.with_name(f".{directory.name}.partial")
     if jax.process_count() == 1:
@@ -278,7 +279,8 @@ def save_policy(directory: str | Path, policy: Policy) -> Path:
         checkpointer.save(written / "params", arrays, force=True)
     if jax.process_index() == 0:
         own_files.write_text(written / "policy.yaml", yaml.safe_dump(spec, sort_keys=False))
-        own_files.replace_directory(directory, written)
+        own_files.write_manifest(written)
+        own_files.replace_directory(directory, written, run_owned=run_owned)
     return directory
 
 
@@ -305,9 +307,10 @@ def load_policy(directory: str | Path) -> Policy:
     algo = str(spec.get("algo", "ppo"))
     head = str(spec["head"]) if "head" in spec else algorithm(algo).head  # older: no head
     graphdef, template = _network_template(env, network, num_values, head)
+    check_params_whole(directory)
     with ocp.StandardCheckpointer() as checkpointer:
         arrays = checkpointer.restore(directory / "params")
-    params = _fill(template, lambda path: arrays.get(path), str(directory / "params"))
+    params = _fill(template, lambda path: arrays.get(path), str(directory / "params"), network)
     weights = tuple(float(w) for w in spec.get("stream_weights", [1.0] * num_values))
     obs_moments = None
     if spec.get("normalize_obs"):
@@ -327,6 +330,21 @@ def load_policy(directory: str | Path) -> Policy:
         obs_clip=float(spec.get("obs_clip", 10.0)),
         source=dict(spec.get("source") or {}),
     )
+
+
+def check_params_whole(directory: Path) -> None:
+    """A CheckpointError naming the parameter files that differ from what nnxrl saved
+    (its manifest's digests): caught before Orbax reads a truncated file."""
+    from nnxrl.errors import CheckpointError
+
+    damaged = own_files.damaged_since_saved(directory, "params")
+    if damaged:
+        shown = ", ".join(damaged[:3]) + (", ..." if len(damaged) > 3 else "")
+        raise CheckpointError(
+            f"{directory}: {shown} missing or changed since nnxrl saved this policy (not the "
+            f"bytes its {own_files.POLICY_MANIFEST} records): it is damaged. Export the "
+            f"policy again into a new folder: `{command('export RUN_DIR --out NEW_DIR')}`"
+        )
 
 
 def policy_from_checkpoint(
@@ -350,7 +368,7 @@ def policy_from_checkpoint(
         name = wanted.get(path)
         return None if name is None else items.get(name)
 
-    params = _fill(template, lookup, meta["where"])
+    params = _fill(template, lookup, meta["where"], static.network)
     obs_moments = None
     if getattr(config.algo_config, "normalize_obs", False):
         obs_moments = Moments(
@@ -379,9 +397,10 @@ def _checkpoint_paths(template: Any) -> dict[str, str]:
     return {d: jax.tree_util.keystr(path) for d, (path, _) in zip(dotted, flat, strict=True)}
 
 
-def _fill(template: Any, lookup: Any, where: str) -> Any:
+def _fill(template: Any, lookup: Any, where: str, network: Any = None) -> Any:
     """The template's leaves replaced by the saved arrays of the same path (each with a
-    leading seed axis); a missing or misshapen one is an error naming the path."""
+    leading seed axis); a missing or misshapen one is an error naming the path, and
+    ``network.width`` where the saved one differs."""
     from nnxrl.errors import CheckpointError
 
     leaves = []
@@ -392,6 +411,22 @@ def _fill(template: Any, lookup: Any, where: str) -> Any:
             raise CheckpointError(
                 f"{where}: the parameter {path} is {found}, but the network needs "
                 f"[seeds, *{list(want.shape)}]: it was saved for another network"
+                + width_differs(got, want, network)
             )
         leaves.append(jnp.asarray(got))
     return jax.tree.unflatten(jax.tree.structure(template), leaves)
+
+
+def width_differs(got: Any, want: Any, network: Any) -> str:
+    """' (network.width: 64 in the saved parameters, 128 in its spec)' where the
+    saved array's size differs from the network's in a dimension of the network's
+    width; '' otherwise."""
+    width = getattr(network, "width", None)
+    if got is None or width is None or np.ndim(got) - 1 != len(want.shape):
+        return ""
+    saved = [g for w, g in zip(want.shape, np.shape(got)[1:], strict=True) if w == width != g]
+    return (
+        f" (network.width: {saved[0]} in the saved parameters, {width} in its spec)"
+        if saved
+        else ""
+    )

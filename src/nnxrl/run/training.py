@@ -382,4 +382,4 @@ def save_final_policy(
 
     policy = setting_policy(config, params, setting, obs_moments)
     policy.source = provenance(out_dir, update)
-    save_policy(out_dir / "policy", policy)
+    save_policy(out_dir / "policy", policy, run_owned=True)

@@ -11,6 +11,9 @@ renamed over the old one only when that one is nnxrl's own (``check_replaceable`
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -41,8 +44,10 @@ RUN_FILES = (
     "best_schedule.yaml",
     ".nnxrl.lock",
 )
-# What a saved policy directory holds (policy.py).
-POLICY_FILES = frozenset({"policy.yaml", "params"})
+# What a saved policy directory holds (policy.py), the manifest among it: each file's
+# path in the folder and the SHA-256 of what nnxrl wrote there.
+POLICY_MANIFEST = ".nnxrl-policy.json"
+POLICY_FILES = frozenset({"policy.yaml", "params", POLICY_MANIFEST})
 
 
 def refuse_links(directory: str | Path, names: tuple[str, ...] = RUN_FILES) -> None:
@@ -83,31 +88,89 @@ def write_text(path: str | Path, text: str) -> None:
         ) from None
 
 
-def check_replaceable(directory: str | Path, what: str) -> None:
-    """A ConfigError unless ``directory`` is missing, empty or a policy nnxrl saved
-    (only ``POLICY_FILES``), so that replacing it loses nothing of the user's."""
+def check_replaceable(directory: str | Path, what: str, *, run_owned: bool = False) -> None:
+    """A ConfigError unless ``directory`` is missing, empty or a policy nnxrl saved and
+    nobody changed since: every file in it listed in its manifest with the digest of
+    what nnxrl wrote, so that replacing it loses nothing of the user's. ``run_owned``:
+    the policy folder of a run directory, where a policy without a manifest (saved by
+    an older nnxrl) is nnxrl's too if it holds only the policy's names."""
     directory = Path(directory)
     refuse_link(directory)
     if not directory.exists():
         return
     if not directory.is_dir():
         raise ConfigError(f"{what}: {directory} is a file, not a directory; choose a directory")
-    others = sorted(p.name for p in directory.iterdir() if p.name not in POLICY_FILES)
-    links = [p.name for p in directory.iterdir() if p.is_symlink()]
-    if others or links:
-        shown = ", ".join((others or links)[:5]) + (", ..." if len(others) > 5 else "")
+    foreign = not_written_here(directory, run_owned)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
         raise ConfigError(
-            f"{what}: {directory} holds files that are not part of a saved policy ({shown}); "
-            "nnxrl replaces only a policy directory it wrote. Choose another directory "
-            "(e.g. a new one)"
+            f"{what}: {directory} holds files that are not part of a policy nnxrl saved "
+            f"there ({shown}); nnxrl replaces only a policy folder it wrote, unchanged "
+            f"(listed in its {POLICY_MANIFEST}). Choose another directory (e.g. a new one)"
         )
 
 
-def replace_directory(directory: Path, written: Path) -> None:
+def not_written_here(directory: Path, run_owned: bool) -> list[str]:
+    """The paths in ``directory`` (links among them) that its manifest does not list
+    with their present digest: none for a policy nnxrl saved and nobody changed."""
+    found = tree_paths(directory)
+    links = [p for p in found if (directory / p).is_symlink()]
+    if links:
+        return links
+    manifest = read_manifest(directory)
+    if manifest is None:
+        legacy = run_owned and (directory / "policy.yaml").is_file()
+        return [p for p in found if not (legacy and p.split("/")[0] in POLICY_FILES)]
+    return [p for p in found if p != POLICY_MANIFEST and manifest.get(p) != digest(directory / p)]
+
+
+def tree_paths(directory: Path) -> list[str]:
+    """Every file and link under ``directory`` (links not followed), as sorted
+    '/'-separated paths relative to it; empty folders are not listed."""
+    found = []
+    for folder, subfolders, files in os.walk(directory):
+        names = files + [d for d in subfolders if (Path(folder) / d).is_symlink()]
+        found += [(Path(folder) / n).relative_to(directory).as_posix() for n in names]
+    return sorted(found)
+
+
+def write_manifest(directory: Path) -> None:
+    """Record every file under ``directory`` with its digest (``POLICY_MANIFEST``)."""
+    listed = {p: digest(directory / p) for p in tree_paths(directory) if p != POLICY_MANIFEST}
+    write_text(directory / POLICY_MANIFEST, json.dumps(listed, indent=1, sort_keys=True))
+
+
+def read_manifest(directory: Path) -> dict[str, str] | None:
+    """The manifest's path -> digest, or None when it is missing or not one."""
+    try:
+        listed = json.loads((directory / POLICY_MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return listed if isinstance(listed, dict) else None
+
+
+def damaged_since_saved(directory: Path, under: str) -> list[str]:
+    """The files under ``directory / under`` that its manifest lists and that are now
+    missing or hold other bytes ([] where it has no manifest: nothing to compare)."""
+    listed = read_manifest(directory) or {}
+    return [
+        p
+        for p, saved in sorted(listed.items())
+        if p.startswith(f"{under}/")
+        and (not (directory / p).is_file() or digest(directory / p) != saved)
+    ]
+
+
+def digest(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def replace_directory(directory: Path, written: Path, *, run_owned: bool = False) -> None:
     """Put the directory ``written`` in the place of ``directory`` (checked with
     ``check_replaceable``): the old one is moved aside, the new one renamed in, and
     only then is the old one removed."""
-    check_replaceable(directory, "the destination")
+    check_replaceable(directory, "the destination", run_owned=run_owned)
     old = directory.with_name(f".{directory.name}.old-{os.getpid()}")
     if directory.exists():
         os.replace(directory, old)
@@ -127,10 +190,41 @@ def ensure_writable_dir(path: str | Path, what: str) -> Path:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as e:
+        shown = str(path) if len(str(path)) <= 120 else f"{str(path)[:60]}...{str(path)[-40:]}"
         raise ConfigError(
-            f"{what}: cannot write to {path} ({e.strerror}); choose a writable directory"
+            f"{what}: cannot write to {shown} ({os_problem(e, str(path))}); choose a "
+            "writable directory"
         ) from None
     return path
+
+
+def os_problem(e: OSError, path: str) -> str:
+    """What the OS said of ``path``; for a path too long, how long it and its longest
+    name are and what the file system allows."""
+    said = e.strerror or str(e)
+    if e.errno != errno.ENAMETOOLONG or not path:
+        return said
+    longest = max(Path(path).parts, key=len)
+    try:
+        limits = (
+            os.pathconf(existing_parent(Path(path)), "PC_NAME_MAX"),
+            os.pathconf("/", "PC_PATH_MAX"),
+        )
+    except (OSError, ValueError):
+        limits = (255, 4096)
+    return (
+        f"{said}: the path is {len(path):,} characters and its longest name "
+        f"{len(longest):,} ({longest[:30]}...); this file system allows {limits[0]} per name "
+        f"and {limits[1]:,} in all: choose a shorter path"
+    )
+
+
+def existing_parent(path: Path) -> Path:
+    """The nearest folder above ``path`` that exists (whose file system's limits apply)."""
+    for parent in path.absolute().parents:
+        if parent.is_dir():
+            return parent
+    return Path("/")
 
 
 def ensure_writable_file(path: str | Path, what: str) -> Path:
