@@ -40,10 +40,7 @@ def load_runs(run_dir: str | Path) -> list[Run]:
     path = run_dir / "metrics.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"{run_dir}: no metrics.jsonl (is it an nnxrl run directory?)")
-    config = {}
-    if (run_dir / "config.yaml").is_file():
-        config = yaml.safe_load((run_dir / "config.yaml").read_text(errors="replace")) or {}
-        config = config if isinstance(config, dict) else {}
+    config = run_config(run_dir)
     version = trained_by(run_dir)
     records = read_records(path)
     if not records:
@@ -64,6 +61,33 @@ def load_runs(run_dir: str | Path) -> list[Run]:
         shape = (run.num_seeds, len(run.env_steps))
         run.metrics.update({m: np.full(shape, np.nan) for m in names - set(run.metrics)})
     return runs
+
+
+def run_config(run_dir: Path) -> dict:
+    """The run's ``config.yaml`` as the mapping nnxrl wrote ({} where there is none); a
+    ValueError naming the file where it is not YAML or not a mapping."""
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        return {}
+    remedy = (
+        "restore it (the config the run was started with) or move it away to read the "
+        "run's metrics alone"
+    )
+    try:
+        config = yaml.safe_load(path.read_text(errors="replace"))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ValueError(f"{path}{where}: not valid YAML ({problem}); {remedy}") from None
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise ValueError(
+            f"{path} holds a YAML {type(config).__name__}, not the mapping of settings "
+            f"nnxrl writes there; {remedy}"
+        )
+    return config
 
 
 def trained_by(run_dir: Path) -> str:
