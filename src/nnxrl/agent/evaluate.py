@@ -44,6 +44,7 @@ class Evaluation:
     seeds: list[dict[str, Any]]  # one row per seed (``summarize_episodes``)
     # the seeds' mean returns: their mean and its 95 % bootstrap interval over seeds
     across_seeds: dict[str, Any] = dataclasses.field(default_factory=dict)
+    stopped: bool = False  # Ctrl-C between batches: ``episodes`` is what was played
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -62,15 +63,19 @@ def evaluate(
     (a ``load_policy`` or ``policy_from_checkpoint``), sampled or ``greedy``, from
     PRNG seed ``key``; ``progress`` gets the episodes done after each batch, when
     they are played in several (more than ``MAX_ENVS_AT_ONCE``);
-    ``fast_compile`` as the config key of that name (a shorter compile, a slower play)."""
+    ``fast_compile`` as the config key of that name (a shorter compile, a slower play).
+    A Ctrl-C after the first batch ends the play there: the report covers the
+    episodes played and says ``stopped``."""
     results = play_first_episodes(
         policy, episodes, greedy, jax.random.key(key), progress=progress, fast=fast_compile
     )
+    played = results["return"].shape[1]
     seeds = summarize_episodes(results, achievement_names(policy))
     actions = action_kind(policy, greedy)
     return Evaluation(
+        stopped=played < episodes,
         env=policy.env.id,
-        episodes=episodes,
+        episodes=played,
         algo=policy.algo,
         actions=actions,
         greedy=actions == "greedy",
@@ -116,15 +121,20 @@ def play_first_episodes(
     ``MAX_ENVS_AT_ONCE`` envs (batch b from ``fold_in(key, b)``; one batch from ``key``
     itself), each batch one compiled program (``fast``: compiled as ``fast_compile``
     runs' are); ``progress`` gets the episodes done so far after each batch, when
-    there are several."""
+    there are several. A KeyboardInterrupt after the first batch ends the play with
+    the batches done (fewer episodes than asked)."""
     size = min(num_episodes, MAX_ENVS_AT_ONCE)
     batches = -(-num_episodes // size)
     play = batch_player(policy, size, greedy, max_steps, fast)
     parts = []
-    for b in range(batches):
-        parts.append(play(key if batches == 1 else jax.random.fold_in(key, b)))
-        if progress is not None and batches > 1:
-            progress(min((b + 1) * size, num_episodes))
+    try:
+        for b in range(batches):
+            parts.append(play(key if batches == 1 else jax.random.fold_in(key, b)))
+            if progress is not None and batches > 1:
+                progress(min((b + 1) * size, num_episodes))
+    except KeyboardInterrupt:
+        if not parts:
+            raise
     return {k: np.concatenate([p[k] for p in parts], axis=1)[:, :num_episodes] for k in parts[0]}
 
 

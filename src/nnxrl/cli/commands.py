@@ -10,6 +10,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -122,16 +123,8 @@ def evaluate(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     policy = nnxrl.policy_at(args.run, args.step, args.setting, args.epsilon)
+    progress = evaluation_progress(args.episodes)
     started = time.perf_counter()
-
-    def progress(done: int) -> None:
-        print(
-            f"eval: {done:,} of {args.episodes:,} episodes per seed "
-            f"({time.perf_counter() - started:.0f} s)",
-            file=sys.stderr,
-            flush=True,
-        )
-
     what = f"eval: {policy.env.id}, {args.episodes:,} episodes x {policy.num_seeds} seed(s): "
     with waiting(what + "compiling and playing"):
         report = nnxrl.evaluate(
@@ -142,14 +135,42 @@ def evaluate(args: argparse.Namespace) -> int:
             progress=progress,
             fast_compile=args.fast_compile,
         )
-    print(f"eval: done in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+    if report.stopped:
+        print(
+            f"eval: stopped after {report.episodes:,} of {args.episodes:,} episodes per seed "
+            f"({time.perf_counter() - started:.1f} s); the table covers those",
+            file=sys.stderr,
+            flush=True,
+        )
+    else:
+        print(f"eval: done in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
     printing.evaluation(report)
     if args.json == "-":  # on the last line of stdout, for a pipe (tail -n 1)
         print(json.dumps(report.as_dict()))
     elif args.json:
         Path(args.json).write_text(json.dumps(report.as_dict(), indent=1))
         print(f"wrote {args.json} (every episode's return and length)")
-    return 0
+    return 130 if report.stopped else 0
+
+
+def evaluation_progress(episodes: int) -> Callable[[int], None]:
+    """Say after each batch how many episodes are done and about how long the rest
+    takes (the first batch, compiled, is left out of the estimate once there is a
+    second); Ctrl-C ends the play there with what is done."""
+    times: list[tuple[float, int]] = [(time.perf_counter(), 0)]
+
+    def progress(done: int) -> None:
+        times.append((time.perf_counter(), done))
+        (t0, d0), (t1, d1) = times[min(1, len(times) - 2)], times[-1]
+        left = (episodes - done) * (t1 - t0) / max(d1 - d0, 1)
+        print(
+            f"eval: {done:,} of {episodes:,} episodes per seed ({t1 - times[0][0]:.0f} s; "
+            f"about {left:.0f} s to go; Ctrl-C stops with the episodes done so far)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return progress
 
 
 def render(args: argparse.Namespace) -> int:
