@@ -50,6 +50,31 @@ def test_a_damaged_policy_yaml_is_named(run, tmp_path, capsys, spec, expected):
     assert "policy.yaml is not a saved policy's spec" in err
 
 
+def test_a_policy_with_truncated_parameter_files_is_named_without_a_traceback(run, tmp_path):
+    """Checked against the policy's manifest before Orbax opens anything, so no
+    asynchronous read is left to fail at exit."""
+    policy = tmp_path / "policy"
+    shutil.copytree(run / "policy", policy)
+    cut = sorted(p for p in (policy / "params").rglob("*") if p.is_file() and p.parent.name == "d")
+    for path in cut:
+        path.write_bytes(path.read_bytes()[:20])
+    command = [sys.executable, "-m", "nnxrl.cli", "eval", str(policy), "--episodes", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert f"{cut[0].relative_to(policy).as_posix()}" in done.stderr
+    assert "missing or changed since nnxrl saved this policy" in done.stderr
+    assert "Traceback" not in done.stderr and "Event loop is closed" not in done.stderr
+
+
+def test_a_policy_spec_of_another_width_names_network_width(run, tmp_path, capsys):
+    policy = tmp_path / "policy"
+    shutil.copytree(run / "policy", policy)
+    spec = (policy / "policy.yaml").read_text()
+    (policy / "policy.yaml").write_text(spec.replace("width: 64", "width: 128"))
+    err = refused(capsys, ["eval", str(policy), "--episodes", "1"], "it was saved for another")
+    assert "(network.width: 64 in the saved parameters, 128 in its spec)" in err
+
+
 def test_a_checkpoint_whose_meta_is_a_list_is_named(run, tmp_path, capsys):
     damaged = tmp_path / "damaged"
     shutil.copytree(run, damaged)
@@ -96,6 +121,24 @@ def test_plot_names_records_it_cannot_read_and_writes_no_png(tmp_path, capsys, c
     out = tmp_path / "plot.png"
     refused(capsys, ["plot", str(run), "--out", str(out)], expected)
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        ("env: {id: CartPole-v1\nalgo: ppo\n", "config.yaml, line 2: not valid YAML"),
+        ("[1, 2]\n", "config.yaml holds a YAML list, not the mapping of settings"),
+    ],
+)
+def test_plot_names_a_damaged_config_yaml_and_writes_no_png(
+    run, tmp_path, capsys, content, expected
+):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(run, damaged)
+    (damaged / "config.yaml").write_text(content)
+    out = tmp_path / "plot.png"
+    err = refused(capsys, ["plot", str(damaged), "--out", str(out)], expected)
+    assert "move it away to read the run's metrics alone" in err and not out.exists()
 
 
 def test_checkpoints_that_are_a_file_are_refused_before_training(run, tmp_path, capsys):
@@ -221,6 +264,7 @@ def test_an_out_name_over_the_os_limit_is_named(tmp_path, capsys):
     out = tmp_path / ("x" * 300)
     err = refused(capsys, ["train", CARTPOLE, "--out", str(out)], "File name too long")
     assert "..." in err  # the name is shortened in the message
+    assert "its longest name 300 (xxx" in err and "allows 255 per name" in err
 
 
 def test_a_config_that_cannot_fit_in_memory_is_refused_with_the_estimate(tmp_path, capsys):
@@ -243,3 +287,35 @@ def test_a_rollout_that_cannot_fit_is_refused_with_xlas_estimate(tmp_path, capsy
     err = refused(capsys, args, "this config needs about")
     assert "as XLA compiled it" in err and f"ppo.num_steps ({steps})" in err
     assert not (out / "metrics.jsonl").exists()
+
+
+# -- a long wait -------------------------------------------------------------------------
+
+
+def test_a_long_eval_says_how_long_and_ctrl_c_keeps_the_episodes_done(run, monkeypatch, capsys):
+    """Played 4 at a time, 16 episodes are 4 batches: after the first the time left is
+    said; a real SIGINT after the second ends the play with the 8 done (exit 130)."""
+    import signal
+
+    from nnxrl.agent import evaluate as evaluate_lib
+    from nnxrl.cli import commands
+
+    monkeypatch.setattr(evaluate_lib, "MAX_ENVS_AT_ONCE", 4)
+    said = commands.evaluation_progress
+
+    def interrupted_after_two(episodes: int):
+        progress = said(episodes)
+
+        def each(done: int) -> None:
+            progress(done)
+            if done == 8:
+                os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C
+
+        return each
+
+    monkeypatch.setattr(commands, "evaluation_progress", interrupted_after_two)
+    assert main(["eval", str(run), "--episodes", "16"]) == 130
+    out, err = capsys.readouterr()
+    assert "eval: 4 of 16 episodes per seed (" in err and " s to go; Ctrl-C stops" in err
+    assert "eval: stopped after 8 of 16 episodes per seed" in err and "Traceback" not in err
+    assert "CartPole-v1: 8 episodes per seed" in out and "| 0 | 8 |" in out

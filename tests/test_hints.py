@@ -79,3 +79,20 @@ def test_importing_brax_prints_nothing_of_its_dependencies():
     code = "from nnxrl.envs.brax_env import brax_ids; print(len(brax_ids()))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip().isdigit() and "warp" not in done.stdout + done.stderr, done
+
+
+def test_an_abbreviation_finds_the_name_it_stands_for_first():
+    from nnxrl.hints import closest
+
+    keys = ["learning_rate", "anneal_lr", "ent_coef", "gamma"]
+    assert closest("lr", keys)[0] == "learning_rate"  # its initials
+    assert closest("ent", keys)[0] == "ent_coef"  # its start
+    assert closest("gamma", keys) == ["gamma"] and closest("xyz", keys) == []
+
+
+def test_a_value_pasted_whole_is_cut_in_a_message():
+    from nnxrl.hints import cut_long_words
+
+    said = cut_long_words(f"unknown id 'x{'y' * 100_000}z'; did you mean CartPole-v1?", 200)
+    assert said.startswith("unknown id 'xyy") and said.endswith("yyz'; did you mean CartPole-v1?")
+    assert "...(99,805 characters)..." in said and len(said) < 300

@@ -76,12 +76,14 @@ def test_pqn_settings_are_checked_with_named_errors():
         config_lib.load(PQN_CARTPOLE, ["pqn.epsilon_finish=1.5"])
     with pytest.raises(ConfigError, match="pqn.q_lambda"):
         config_lib.load(PQN_CARTPOLE, ["pqn.q_lambda=-0.1"])
-    # a section for the algorithm not chosen would be ignored: refused, naming it
-    with pytest.raises(ConfigError, match=r"ppo: a section for algo 'ppo', but algo is 'pqn'"):
-        config_lib.load(PQN_CARTPOLE, ["ppo.num_steps=32"])
-    with pytest.raises(ConfigError, match=r"pqn: a section for algo 'pqn', but algo is 'ppo'"):
+    # a section for the algorithm not chosen would be ignored: refused, naming its keys
+    # and where they would go
+    refused = r"ppo.num_steps, ppo.lr: a section for algo 'ppo', but algo is 'pqn'"
+    with pytest.raises(ConfigError, match=refused + r".*pqn.\* \(pqn.num_steps, pqn.learning"):
+        config_lib.load(PQN_CARTPOLE, ["ppo.num_steps=32", "ppo.lr=1e-3"])
+    with pytest.raises(ConfigError, match=r"pqn.q_lambda: a section for algo 'pqn', but algo is"):
         config_lib.load("configs/ppo-cartpole.yaml", ["pqn.q_lambda=0.5"])
-    with pytest.raises(ConfigError, match=r"ppo: a section.*or set algo: ppo"):
+    with pytest.raises(ConfigError, match=r"ppo.num_steps, .*, \.\.\.: a section.*or set algo"):
         config_lib.load("configs/ppo-cartpole.yaml", ["algo=pqn"])
     config = config_lib.load(PQN_CARTPOLE)
     assert schedule.batch_size(config) == 32 * 64 and schedule.num_updates(config) == 244

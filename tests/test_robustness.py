@@ -548,7 +548,11 @@ def write(path: Path, content: bytes | str) -> str:
         (["env.kwargs={[1]: 2}"], "a mapping key must be a plain name or number, got list"),
         (["env.id=" + "x" * 5_000_000], "characters; a config holds at most 1,000,000"),
         (["env.id=" + "x" * 50_000], "a string of 50,000 characters"),
+        (["env.kwargs=" + "[" * 60 + "]" * 60], ": [0][0][0][0]"),
         (["env.kwargs=" + "[" * 1000 + "]" * 1000], "nested too deeply"),
+        # the key and what is allowed, named
+        (["ppo.lr=1e-3"], "unknown key ppo.lr; did you mean ppo.learning_rate?"),
+        (["env.id=NO"], "override 'env.id=NO': line 1: 'NO' is read as a boolean by YAML"),
         # sweeps that cannot be one population
         (["sweep.random={ppo.gamma: {uniform: [0.001, .inf]}}"], "bounds must be finite"),
         (
@@ -569,6 +573,7 @@ def test_bad_overrides_are_named_and_touch_nothing(tmp_path, capsys, overrides, 
     assert main(["train", CARTPOLE, "--out", str(out)] + sets(overrides)) == 2
     err = capsys.readouterr().err
     assert expected in err and "Traceback" not in err, err
+    assert len(err) < 3_000  # a value pasted whole is not echoed back whole
     assert not out.exists()
     assert not Path("/tmp/nnxrl-pwned").exists()
 
@@ -597,6 +602,7 @@ def test_a_yaml_merge_key_works():
         ("ppo: null\n", "ppo is a section"),
         ("network: []\n", "network is a section"),
         (BILLION_LAUGHS, "more than 100,000 values once its aliases"),
+        ("env:\n  id: NO\n", "env.id: line 2: 'NO' is read as a boolean by YAML 1.1"),
     ],
 )
 def test_bad_config_files_are_named_and_touch_nothing(tmp_path, capsys, content, expected):

@@ -55,7 +55,7 @@ def test_the_tag_chooses_the_section_by_its_name():
     [
         (
             {"kind": "slow", "fast": {"steps": 2}},
-            "fast: a section for kind 'fast', but kind is 'slow'",
+            "fast.steps: a section for kind 'fast', but kind is 'slow'",
         ),
         (
             {"kind": "slwo"},

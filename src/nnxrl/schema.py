@@ -25,7 +25,7 @@ from typing import Any, Literal
 import yaml
 
 from nnxrl.errors import ConfigError
-from nnxrl.hints import did_you_mean
+from nnxrl.hints import closest, did_you_mean
 
 
 def setting(
@@ -300,18 +300,30 @@ def _reject_unknown(data: Mapping[str, Any], fields: dict, chosen: dict, prefix:
     key = unknown[0]
     for meta, name in chosen.values():
         if key in meta["classes"]():
-            tag = meta["tag"]
-            raise ConfigError(
-                f"{prefix}{key}: a section for {tag} {key!r}, but {tag} is {name!r}, which "
-                f"reads only the {prefix}{name} section; move these settings to "
-                f"{prefix}{name}.* or set {tag}: {key}"
-            )
+            raise ConfigError(_other_section(data[key], key, meta, name, prefix))
     close = did_you_mean(key, fields, prefix=prefix)
     hint = f"; {close}" if close else ""
     inside = [f"{prefix}{n}.{key}" for n, f in fields.items() if key in section_keys(f, n)]
     if inside:  # a section's key given at the level above
         hint = f"; it is a key of a section: did you mean {' or '.join(inside)}?"
     raise ConfigError(f"unknown key {prefix}{key}{hint} (the keys here: {sorted(fields)})")
+
+
+def _other_section(section: Any, key: str, meta: Mapping, name: str, prefix: str) -> str:
+    """The refusal of the section ``key`` that another choice of ``meta["tag"]`` reads:
+    its keys by name, where they would go in the section read (``name``), and how to
+    choose the other."""
+    tag, inner = meta["tag"], list(section) if isinstance(section, Mapping) else []
+    given = ", ".join(f"{prefix}{key}.{k}" for k in inner[:5]) or f"{prefix}{key}"
+    given += ", ..." if len(inner) > 5 else ""
+    read = {f.name for f in dataclasses.fields(meta["classes"]()[name])}
+    moved = [c for k in inner[:5] for c in closest(k, read, 1)]
+    where = f" ({', '.join(f'{prefix}{name}.{c}' for c in moved)})" if moved else ""
+    return (
+        f"{given}: a section for {tag} {key!r}, but {tag} is {name!r}, which reads only "
+        f"the {prefix}{name} section; move these settings to {prefix}{name}.*{where} or set "
+        f"{tag}: {key}"
+    )
 
 
 def section_keys(f: dataclasses.Field, name: str) -> set[str]:
@@ -354,6 +366,14 @@ MAX_YAML_DEPTH = 50
 MAX_STRING_CHARS = 10_000
 
 
+class _ValueError(ConfigError):
+    """A value the loader refuses; ``node`` is where it stands in the text."""
+
+    def __init__(self, node: Any, message: str):
+        super().__init__(message)
+        self.mark = (node.start_mark.line, node.start_mark.column)
+
+
 class _StrictLoader(yaml.SafeLoader):
     """PyYAML's safe loader, stricter where YAML 1.1 surprises: a key given twice in one
     mapping is an error (PyYAML would keep the last), a key must be a plain value, and
@@ -383,10 +403,11 @@ class _StrictLoader(yaml.SafeLoader):
 
     def construct_yaml_bool(self, node):
         if node.value not in ("true", "false", "True", "False", "TRUE", "FALSE"):
-            raise ConfigError(
+            raise _ValueError(
+                node,
                 f"line {node.start_mark.line + 1}: {node.value!r} is read as a boolean by "
                 "YAML 1.1 but not by YAML 1.2 or JSON; write true or false (or quote it for "
-                "a string)"
+                "a string)",
             )
         return super().construct_yaml_bool(node)
 
@@ -400,9 +421,10 @@ class _StrictLoader(yaml.SafeLoader):
 
     def _refuse_base_60(self, node) -> None:
         if ":" in node.value:
-            raise ConfigError(
+            raise _ValueError(
+                node,
                 f"line {node.start_mark.line + 1}: {node.value!r} is a base-60 number in YAML "
-                "1.1; write the number itself, or quote it for a string"
+                "1.1; write the number itself, or quote it for a string",
             )
 
 
@@ -420,6 +442,9 @@ def parse_yaml(text: str, where: str) -> Any:
         )
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506  (a SafeLoader)
+    except _ValueError as e:
+        key = _key_at(text, e.mark)
+        raise ConfigError(f"{where}: {key + ': ' if key else ''}{e}") from None
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
     except yaml.constructor.ConstructorError as e:
@@ -440,11 +465,13 @@ def parse_yaml(text: str, where: str) -> Any:
 
 def _check_bounds(data: Any, where: str) -> None:
     """Count the values ``data`` holds with aliases expanded (without expanding them),
-    its depth and its strings' lengths; a ConfigError past the ``MAX_YAML_*`` bounds."""
-    stack, nodes = [(data, 1)], 0
+    its depth and its strings' lengths; a ConfigError past the ``MAX_YAML_*`` bounds,
+    naming the key where a depth or a string is past them."""
+    stack, nodes = [(data, 1, "")], 0
     while stack:
-        value, depth = stack.pop()
+        value, depth, path = stack.pop()
         nodes += 1
+        at = f"{where}: {path}" if path else where
         if nodes > MAX_YAML_NODES:
             raise ConfigError(
                 f"{where}: holds more than {MAX_YAML_NODES:,} values once its aliases (*name) "
@@ -452,17 +479,46 @@ def _check_bounds(data: Any, where: str) -> None:
             )
         if depth > MAX_YAML_DEPTH:
             raise ConfigError(
-                f"{where}: nested too deeply; a config nests at most {MAX_YAML_DEPTH} levels"
+                f"{at}: nested too deeply; a config nests at most {MAX_YAML_DEPTH} levels"
             )
         if isinstance(value, str) and len(value) > MAX_STRING_CHARS:
             raise ConfigError(
-                f"{where}: a string of {len(value):,} characters ({_brief(value)}); config "
+                f"{at}: a string of {len(value):,} characters ({_brief(value)}); config "
                 f"values hold at most {MAX_STRING_CHARS:,}"
             )
         if isinstance(value, Mapping):
-            stack.extend((v, depth + 1) for v in value.values())
+            stack.extend((v, depth + 1, _key_path(path, k)) for k, v in value.items())
         elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value)
+            stack.extend((v, depth + 1, f"{path}[{i}]") for i, v in enumerate(value))
+
+
+def _key_at(text: str, mark: tuple[int, int]) -> str:
+    """The dotted key of the value that starts at ``mark`` (line, column) in the YAML
+    ``text`` ("" if it is no mapping's value); each node is visited once (aliases)."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return ""
+    stack, seen = [(root, "")], set()
+    while stack:
+        node, path = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            if (node.start_mark.line, node.start_mark.column) == mark:
+                return path
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend((v, _key_path(path, k.value)) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node.value))
+    return ""
+
+
+def _key_path(path: str, key: Any) -> str:
+    """The dotted path of ``key`` under ``path`` (a key that is no short string cut)."""
+    name = str(key) if isinstance(key, str | int | float | bool) else _brief(key, 20)
+    return f"{path}.{name[:40]}" if path else name[:40]
 
 
 def _brief(value: Any, limit: int = 60) -> str:

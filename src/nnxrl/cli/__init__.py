@@ -25,7 +25,8 @@ from typing import Any
 import nnxrl
 from nnxrl.cli import parser, plugins
 from nnxrl.errors import CheckpointError, ConfigError, NonFiniteError, Stopped, StorageError
-from nnxrl.hints import command
+from nnxrl.hints import command, cut_long_words
+from nnxrl.store import own_files
 
 __all__ = ["main"]
 
@@ -39,19 +40,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         plugins.load_plugins(args.plugin)
         return args.func(args)
     except ConfigError as e:
-        print(f"nnxrl: config error: {e}", file=sys.stderr)
+        say(f"config error: {e}")
         return 2
     except CheckpointError as e:
-        print(f"nnxrl: checkpoint error: {e}", file=sys.stderr)
+        say(f"checkpoint error: {e}")
         return 2
     except (FileNotFoundError, ValueError) as e:
-        print(f"nnxrl: {e}", file=sys.stderr)
+        say(str(e))
         return 2
     except NonFiniteError as e:
-        print(f"nnxrl: training stopped: {e}", file=sys.stderr)
+        say(f"training stopped: {e}")
         return 3
     except StorageError as e:
-        print(f"nnxrl: storage error: {e}", file=sys.stderr)
+        say(f"storage error: {e}")
         return 4
     except Stopped as e:
         print(f"nnxrl: {stopped_message(e, getattr(args, 'stop_after', None))}", file=sys.stderr)
@@ -60,10 +61,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("nnxrl: interrupted; metrics written so far are kept", file=sys.stderr)
         return 130
     except OSError as e:  # a path the OS refuses (too long, not permitted, ...)
-        name = str(e.filename or "")
-        where = f"{name if len(name) <= 120 else name[:60] + '...' + name[-40:]}: " if name else ""
-        print(f"nnxrl: {where}{e.strerror or e}", file=sys.stderr)
+        say(os_refusal(e))
         return 4 if e.errno in STORAGE_ERRNOS else 2
+
+
+def say(message: str) -> None:
+    """A refusal on stderr, a value pasted whole cut short (``cut_long_words``)."""
+    print(f"nnxrl: {cut_long_words(message)}", file=sys.stderr)
+
+
+def os_refusal(e: OSError) -> str:
+    """An OS error on a path in one line: the path (cut) and what the OS said (for a
+    path too long, which part is and what the file system allows)."""
+    name = str(e.filename or "")
+    where = f"{name if len(name) <= 120 else name[:60] + '...' + name[-40:]}: " if name else ""
+    return f"{where}{own_files.os_problem(e, name)}"
 
 
 def stopped_message(e: Any, stop_after: int | None) -> str:
