@@ -3,10 +3,13 @@ episode GIF attached to MLflow, W&B (offline) and TensorBoard; MLflow read while
 run trains."""
 
 import json
+import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import numpy as np
 import pytest
@@ -172,3 +175,112 @@ def points_while_training(out, process, seconds: float) -> tuple[list, list]:
             return first, points
         first = first or points
     raise AssertionError(f"MLflow showed no growing series while the run trained: {first}")
+
+
+def test_a_tracking_server_that_goes_away_gets_every_point_once_when_back(tmp_path):
+    """MLflow as a real server, killed while a run trains and started again: training
+    goes on, the points of the time between are kept and sent when it is back, in
+    order, none lost and none twice; each change said once."""
+    from mlflow import MlflowClient
+
+    from nnxrl.logging.run_info import is_logged, logged_updates
+
+    port, out = free_port(), tmp_path / "runs" / "live"
+    server = mlflow_server(tmp_path / "server.db", port)
+    uri = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out)]
+    overrides = [*ENDLESS_CARTPOLE, f"logging.mlflow_tracking_uri={uri}"]
+    run = subprocess.Popen([*command, *sets(overrides)], stderr=subprocess.PIPE, text=True)
+    try:
+        client = MlflowClient(tracking_uri=uri)
+        wait_for(lambda: points(client, out), run, "a first point on the server")
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+        gone = updates_recorded(out)
+        wait_for(lambda: updates_recorded(out) > gone + 200, run, "200 updates without it")
+        server = mlflow_server(tmp_path / "server.db", port)
+        kept = updates_recorded(out)
+        wait_for(lambda: max(points(client, out), default=0) >= 2048 * kept, run, "the kept")
+        run.send_signal(signal.SIGINT)
+        _, stderr = run.communicate(timeout=120)
+        sent = points(client, out)  # with the run's last points, sent as it stopped
+    finally:
+        run.kill()
+        os.killpg(server.pid, signal.SIGKILL)
+    assert run.returncode == 130, stderr[-2000:]
+    assert stderr.count("is unreachable") == 1 and stderr.count("is back after") == 1, stderr
+    aggregates = [json.loads(x) for x in (out / "metrics_aggregate.jsonl").read_text().splitlines()]
+    stride = logged_updates(10_000, 1000)
+    assert sent == [a["env_steps"] for a in aggregates if is_logged(a["update"], 10_000, stride)]
+
+
+def points(client, out) -> list[int]:
+    """The steps of the run's ``loss/total`` points on the server, in order."""
+    if not (out / "mlflow_run_id").exists():
+        return []
+    run_id = (out / "mlflow_run_id").read_text().strip()
+    return sorted(m.step for m in client.get_metric_history(run_id, "loss/total"))
+
+
+def updates_recorded(out) -> int:
+    return len((out / "metrics_aggregate.jsonl").read_text().splitlines())
+
+
+def wait_for(ready, process, what: str, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while not ready():
+        assert process.poll() is None, f"the run ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {seconds} s"
+        time.sleep(0.5)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def mlflow_server(store, port: int) -> subprocess.Popen:
+    """``mlflow server`` on ``store`` at ``port`` (its job runners off), once it answers."""
+    command = [sys.executable, "-m", "mlflow", "server", "--workers", "1", "--port", str(port)]
+    command += ["--host", "127.0.0.1", "--backend-store-uri", f"sqlite:///{store}"]
+    server = subprocess.Popen(
+        command,
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5)
+            return server
+        except OSError:
+            assert server.poll() is None and time.monotonic() < deadline, "no MLflow server"
+            time.sleep(0.5)
+
+
+def test_a_tracking_server_that_never_returns_is_said_once_and_blocks_nothing(capsys, monkeypatch):
+    """The real MLflow client against a port where nothing answers: each write keeps
+    its points and returns, the loss is said once when it begins and once at the end."""
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    from nnxrl.logging.mlflow_tracker import HTTP_DEFAULTS, MlflowBackend
+    from nnxrl.logging.records import LogBatch
+
+    for name, value in HTTP_DEFAULTS.items():  # what the backend's open() sets
+        monkeypatch.setenv(name, value)
+    uri = f"http://127.0.0.1:{free_port()}"
+    backend = MlflowBackend("runs/never", {}, uri, "e", "never", num_updates=3)
+    backend.client, backend.run_id, backend._metric_cls = MlflowClient(uri), "r", Metric
+    for update in (1, 2, 3):
+        record = {"update": update, "env_steps": 128 * update, "seed": 0, "loss/total": 1.0}
+        aggregate = {"update": update, "env_steps": 128 * update, "loss/total/mean": 1.0}
+        backend.write(LogBatch(records=[record], aggregates=[aggregate], sps=1.0, elapsed=1.0))
+    backend.close("finished")
+    err = capsys.readouterr().err
+    assert err.count(f"the MLflow server {uri} is unreachable") == 1, err
+    assert err.count("did not come back: 3 updates' points were not sent") == 1, err
+    assert "train --resume" in err and "runs/never" in err

@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from nnxrl.hints import command
 from nnxrl.logging.jsonl import RECORD_FILES, read_records
 from nnxrl.logging.logger import brief
 from nnxrl.logging.records import LogBatch, metric_items
@@ -219,6 +220,11 @@ class MlflowBackend:
         self.start_update = start_update  # a resumed run's records up to here exist
         self.skip_through = -1  # env_steps already in the run
         self.started = int(time.time() * 1000)  # the run's start (ms), before it compiles
+        # a tracking server's: batches not yet sent, the first one's points by run as
+        # far as sent, and since when it is unreachable (None: it answers)
+        self.waiting: list[LogBatch] = []
+        self.sending: dict[str, list] | None = None
+        self.unreachable: float | None = None
 
     def open(self) -> None:
         import mlflow
@@ -373,6 +379,8 @@ class MlflowBackend:
             self.skip_through = max(self.skip_through, aggregates[-1]["env_steps"])
 
     def write(self, batch: LogBatch) -> None:
+        if not self.local:
+            return self._write_to_server(batch)
         try:
             self._write(batch)
         except Exception:
@@ -381,7 +389,48 @@ class MlflowBackend:
             self._store_lost()  # the store went away under the run: make it again
             self._write(batch)
 
+    def _write_to_server(self, batch: LogBatch | None) -> None:
+        """Send ``batch`` after those kept while the server was unreachable, in order;
+        while it is unreachable keep them all (said once), and say when it is back."""
+        if batch is not None:
+            self.waiting.append(batch)
+        try:
+            while self.waiting:
+                if self.sending is None:  # its points by run, each sent chunk dropped
+                    self.sending = self._metrics_by_run(self.waiting[0])
+                self._send(self.sending)
+                self.waiting.pop(0)
+                self.sending = None
+        except Exception as e:
+            if not server_unreachable(e):
+                raise
+            if self.unreachable is None:
+                self.unreachable = time.monotonic()
+                say(
+                    f"the MLflow server {self.tracking_uri} is unreachable ({brief(e)}); "
+                    "training goes on, and its points are kept and sent when it is back "
+                    "(metrics.jsonl holds them all)"
+                )
+            return
+        if self.unreachable is not None:
+            gone, self.unreachable = time.monotonic() - self.unreachable, None
+            say(f"the MLflow server is back after {gone:.0f} s; sent it the points kept")
+
     def _write(self, batch: LogBatch) -> None:
+        self._send(self._metrics_by_run(batch))
+
+    def _send(self, by_run: dict[str, list]) -> None:
+        """Log each run's metrics, 1,000 a call; what was sent is dropped from
+        ``by_run`` as it goes, so that a call that fails resends only the rest."""
+        for run in list(by_run):
+            metrics = by_run[run]
+            while metrics:
+                self._locked_retry(self.client.log_batch, run, metrics=metrics[:1000])
+                del metrics[:1000]
+            del by_run[run]
+
+    def _metrics_by_run(self, batch: LogBatch) -> dict[str, list]:
+        """The batch's points as MLflow metrics, by the run (or child run) they go to."""
         now = int(time.time() * 1000)
         by_run: dict[str, list] = {}  # run id -> its metrics
         for a in () if self.pbt else batch.aggregates:  # a PBT slot's seeds are unrelated
@@ -408,9 +457,7 @@ class MlflowBackend:
             by_run.setdefault(self.run_id, []).append(
                 self._metric_cls("perf/sps", batch.sps, now, step)
             )
-        for run, metrics in by_run.items():
-            for i in range(0, len(metrics), 1000):
-                self._locked_retry(self.client.log_batch, run, metrics=metrics[i : i + 1000])
+        return by_run
 
     def _run_of(self, record: dict) -> str:
         """The run a record's series go to: the run itself, or its setting's child
@@ -459,6 +506,16 @@ class MlflowBackend:
     def close(self, status: str) -> None:
         if self.local and store_identity(self.store) != self.store_id:
             self._store_lost()
+        if not self.local and self.waiting:
+            self._write_to_server(None)  # one more try for what was kept
+        if self.unreachable is not None:
+            count = sum(len(b.aggregates) for b in self.waiting)
+            say(
+                f"the MLflow server {self.tracking_uri} did not come back: {count} updates' "
+                f"points were not sent (metrics.jsonl holds them); send them with "
+                f"`{command(f'train --resume {self.out_dir}')}` once it is up"
+            )
+            return
         for child in self.children.values():
             self._locked_retry(self.client.set_terminated, child, status=_STATUS[status])
         self._locked_retry(self.client.set_terminated, self.run_id, status=_STATUS[status])
@@ -491,6 +548,18 @@ class MlflowBackend:
                     raise
                 time.sleep(delay)
                 delay = min(2 * delay, 1.0)
+
+
+def server_unreachable(error: Exception) -> bool:
+    """Whether ``error`` says a tracking server did not answer (no connection, a time
+    out, a 5xx), as opposed to refusing what was sent."""
+    text = str(error)
+    failed = "failed with exception" in text or "error code 5" in text
+    return "API request to" in text and failed
+
+
+def say(message: str) -> None:
+    print(f"nnxrl: {message}", file=sys.stderr, flush=True)
 
 
 def series_name(aggregate_key: str, per_seed: bool) -> str | None:
