@@ -279,16 +279,24 @@ def update(carry: tuple, w: Workload, env: Env, optimiser: Any, matched: bool) -
     keep = ("obs", "action", "logp", "value", "advantage", "target")
     flat = {k: batch[k].reshape(w.envs * w.steps, *batch[k].shape[2:]) for k in keep}
 
-    def epoch(state: tuple, key: Any) -> tuple[tuple, None]:
+    def shuffled(key: Any) -> dict:
         order = jax.random.permutation(key, w.envs * w.steps).reshape(w.minibatches, -1)
-        minibatches = jax.tree.map(lambda x: x[order], flat)
-        return jax.lax.scan(lambda s, mb: (sgd_step(s, mb, optimiser, w), None), state, minibatches)
+        return jax.tree.map(lambda x: x[order], flat)
 
-    (params, opt_state), _ = jax.lax.scan(
-        epoch, (params, opt_state), jax.random.split(epoch_key, w.epochs)
-    )
+    sgd = partial(sgd_step, optimiser=optimiser, w=w)
+    params, opt_state = run_epochs((params, opt_state), epoch_key, w, shuffled, sgd)
     ended = (batch["ended_return"].sum(), batch["done"].sum())
     return (params, opt_state, envs, key), ended
+
+
+def run_epochs(state: tuple, key: Any, w: Workload, shuffled: Any, sgd: Any) -> tuple:
+    """``w.epochs`` passes, each one ``sgd`` step per minibatch of ``shuffled(key)``."""
+    import jax
+
+    def epoch(state: tuple, key: Any) -> tuple[tuple, None]:
+        return jax.lax.scan(lambda s, mb: (sgd(s, mb), None), state, shuffled(key))
+
+    return jax.lax.scan(epoch, state, jax.random.split(key, w.epochs))[0]
 
 
 def collect(params: dict, envs: tuple, key: Any, env: Env, w: Workload) -> Any:

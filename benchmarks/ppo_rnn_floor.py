@@ -22,7 +22,16 @@ import time
 from functools import partial
 from typing import Any
 
-from ppo_floor import Env, Workload, craftax, craftax_workload, gae, make_optimiser, ppo_loss
+from ppo_floor import (
+    Env,
+    Workload,
+    craftax,
+    craftax_workload,
+    gae,
+    make_optimiser,
+    ppo_loss,
+    run_epochs,
+)
 
 
 def run_craftax_rnn(env_id: str, updates: int, marks: list[float]) -> None:
@@ -95,17 +104,12 @@ def update(carry: tuple, w: Workload, env: Env, optimiser: Any) -> tuple:
     keep = ("obs", "start", "action", "logp", "value", "advantage", "target")
     sequences = {k: batch[k] for k in keep}  # [steps, envs, ...]
 
-    def epoch(state: tuple, key: Any) -> tuple[tuple, None]:
+    def shuffled(key: Any) -> tuple:  # whole sequences: the envs shuffled
         order = jax.random.permutation(key, w.envs).reshape(w.minibatches, -1)
-        minibatches = (
-            jax.tree.map(lambda x: x[:, order].swapaxes(0, 1), sequences),
-            first_hidden[order],
-        )
-        return jax.lax.scan(lambda s, mb: (sgd_step(s, mb, optimiser, w), None), state, minibatches)
+        return jax.tree.map(lambda x: x[:, order].swapaxes(0, 1), sequences), first_hidden[order]
 
-    (params, opt_state), _ = jax.lax.scan(
-        epoch, (params, opt_state), jax.random.split(epoch_key, w.epochs)
-    )
+    sgd = partial(sgd_step, optimiser=optimiser, w=w)
+    params, opt_state = run_epochs((params, opt_state), epoch_key, w, shuffled, sgd)
     ended = (batch["ended_return"].sum(), batch["done"].sum())
     return (params, opt_state, envs, key), ended
 

@@ -27,6 +27,11 @@ def abbreviates(short: str, name: str) -> bool:
     return short != name and (initials or (len(short) >= 3 and name.startswith(short)))
 
 
+def first_few(names: list[str], n: int) -> str:
+    """The first ``n`` of ``names``, comma-separated, with "..." where there are more."""
+    return ", ".join(names[:n]) + (", ..." if len(names) > n else "")
+
+
 def cut_long_words(text: str, limit: int = 200) -> str:
     """``text`` with each run of non-space characters longer than ``limit`` cut in its
     middle (a pasted value of 100,000 characters is not echoed back whole)."""

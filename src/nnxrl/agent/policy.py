@@ -31,7 +31,7 @@ from nnxrl.algos.normalization import observe
 from nnxrl.algos.registry import algorithm
 from nnxrl.config import EnvConfig, NetworkConfig, population
 from nnxrl.envs import check_env_config, env_spec
-from nnxrl.hints import command
+from nnxrl.hints import command, first_few
 from nnxrl.networks import build_network, heads
 from nnxrl.ops.running_moments import Moments
 from nnxrl.store import own_files
@@ -339,10 +339,10 @@ def check_params_whole(directory: Path) -> None:
 
     damaged = own_files.damaged_since_saved(directory, "params")
     if damaged:
-        shown = ", ".join(damaged[:3]) + (", ..." if len(damaged) > 3 else "")
         raise CheckpointError(
-            f"{directory}: {shown} missing or changed since nnxrl saved this policy (not the "
-            f"bytes its {own_files.POLICY_MANIFEST} records): it is damaged. Export the "
+            f"{directory}: {first_few(damaged, 3)} missing or changed since nnxrl saved "
+            f"this policy (not the bytes its {own_files.POLICY_MANIFEST} records): it is "
+            "damaged. Export the "
             f"policy again into a new folder: `{command('export RUN_DIR --out NEW_DIR')}`"
         )
 

@@ -19,6 +19,7 @@ import shutil
 from pathlib import Path
 
 from nnxrl.errors import StorageError
+from nnxrl.hints import first_few
 from nnxrl.schema import ConfigError
 
 # Every name nnxrl writes in a run directory (the lock is run_lock's).
@@ -102,11 +103,11 @@ def check_replaceable(directory: str | Path, what: str, *, run_owned: bool = Fal
         raise ConfigError(f"{what}: {directory} is a file, not a directory; choose a directory")
     foreign = not_written_here(directory, run_owned)
     if foreign:
-        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
         raise ConfigError(
             f"{what}: {directory} holds files that are not part of a policy nnxrl saved "
-            f"there ({shown}); nnxrl replaces only a policy folder it wrote, unchanged "
-            f"(listed in its {POLICY_MANIFEST}). Choose another directory (e.g. a new one)"
+            f"there ({first_few(foreign, 5)}); nnxrl replaces only a policy folder it "
+            f"wrote, unchanged (listed in its {POLICY_MANIFEST}). Choose another directory "
+            "(e.g. a new one)"
         )
 
 
