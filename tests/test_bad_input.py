@@ -314,7 +314,12 @@ def test_a_long_eval_says_how_long_and_ctrl_c_keeps_the_episodes_done(run, monke
         return each
 
     monkeypatch.setattr(commands, "evaluation_progress", interrupted_after_two)
-    assert main(["eval", str(run), "--episodes", "16"]) == 130
+    # Python's own Ctrl-C handler, as in a shell (a test worker's may be another)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert main(["eval", str(run), "--episodes", "16"]) == 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
     out, err = capsys.readouterr()
     assert "eval: 4 of 16 episodes per seed (" in err and " s to go; Ctrl-C stops" in err
     assert "eval: stopped after 8 of 16 episodes per seed" in err and "Traceback" not in err

@@ -366,12 +366,12 @@ MAX_YAML_DEPTH = 50
 MAX_STRING_CHARS = 10_000
 
 
-class _ValueError(ConfigError):
-    """A value the loader refuses; ``node`` is where it stands in the text."""
-
-    def __init__(self, node: Any, message: str):
-        super().__init__(message)
-        self.mark = (node.start_mark.line, node.start_mark.column)
+def _refused_value(node: Any, message: str) -> ConfigError:
+    """A ConfigError for a value the loader refuses, with ``mark``: where the value
+    stands in the text (line, column), for ``parse_yaml`` to name its key."""
+    error = ConfigError(message)
+    error.mark = (node.start_mark.line, node.start_mark.column)
+    return error
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -403,7 +403,7 @@ class _StrictLoader(yaml.SafeLoader):
 
     def construct_yaml_bool(self, node):
         if node.value not in ("true", "false", "True", "False", "TRUE", "FALSE"):
-            raise _ValueError(
+            raise _refused_value(
                 node,
                 f"line {node.start_mark.line + 1}: {node.value!r} is read as a boolean by "
                 "YAML 1.1 but not by YAML 1.2 or JSON; write true or false (or quote it for "
@@ -421,7 +421,7 @@ class _StrictLoader(yaml.SafeLoader):
 
     def _refuse_base_60(self, node) -> None:
         if ":" in node.value:
-            raise _ValueError(
+            raise _refused_value(
                 node,
                 f"line {node.start_mark.line + 1}: {node.value!r} is a base-60 number in YAML "
                 "1.1; write the number itself, or quote it for a string",
@@ -442,11 +442,9 @@ def parse_yaml(text: str, where: str) -> Any:
         )
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506  (a SafeLoader)
-    except _ValueError as e:
-        key = _key_at(text, e.mark)
-        raise ConfigError(f"{where}: {key + ': ' if key else ''}{e}") from None
     except ConfigError as e:
-        raise ConfigError(f"{where}: {e}") from None
+        key = _key_at(text, e.mark) if hasattr(e, "mark") else ""
+        raise ConfigError(f"{where}: {key + ': ' if key else ''}{e}") from None
     except yaml.constructor.ConstructorError as e:
         raise ConfigError(
             f"{where}: YAML tags that construct objects are not allowed ({e.problem}); "
