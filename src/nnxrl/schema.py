@@ -25,7 +25,7 @@ from typing import Any, Literal
 import yaml
 
 from nnxrl.errors import ConfigError
-from nnxrl.hints import closest, did_you_mean
+from nnxrl.hints import closest, did_you_mean, first_few
 
 
 def setting(
@@ -314,8 +314,7 @@ def _other_section(section: Any, key: str, meta: Mapping, name: str, prefix: str
     its keys by name, where they would go in the section read (``name``), and how to
     choose the other."""
     tag, inner = meta["tag"], list(section) if isinstance(section, Mapping) else []
-    given = ", ".join(f"{prefix}{key}.{k}" for k in inner[:5]) or f"{prefix}{key}"
-    given += ", ..." if len(inner) > 5 else ""
+    given = first_few([f"{prefix}{key}.{k}" for k in inner], 5) or f"{prefix}{key}"
     read = {f.name for f in dataclasses.fields(meta["classes"]()[name])}
     moved = [c for k in inner[:5] for c in closest(k, read, 1)]
     where = f" ({', '.join(f'{prefix}{name}.{c}' for c in moved)})" if moved else ""

@@ -342,8 +342,8 @@ def check_params_whole(directory: Path) -> None:
         raise CheckpointError(
             f"{directory}: {first_few(damaged, 3)} missing or changed since nnxrl saved "
             f"this policy (not the bytes its {own_files.POLICY_MANIFEST} records): it is "
-            "damaged. Export the "
-            f"policy again into a new folder: `{command('export RUN_DIR --out NEW_DIR')}`"
+            "damaged. Export the policy again into a new folder: "
+            f"`{command('export RUN_DIR --out NEW_DIR')}`"
         )
 
 

@@ -74,7 +74,7 @@ def os_refusal(e: OSError) -> str:
     """An OS error on a path in one line: the path (cut) and what the OS said (for a
     path too long, which part is and what the file system allows)."""
     name = str(e.filename or "")
-    where = f"{name if len(name) <= 120 else name[:60] + '...' + name[-40:]}: " if name else ""
+    where = f"{own_files.shown_path(name)}: " if name else ""
     return f"{where}{own_files.os_problem(e, name)}"
 
 

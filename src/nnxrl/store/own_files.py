@@ -191,12 +191,17 @@ def ensure_writable_dir(path: str | Path, what: str) -> Path:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as e:
-        shown = str(path) if len(str(path)) <= 120 else f"{str(path)[:60]}...{str(path)[-40:]}"
         raise ConfigError(
-            f"{what}: cannot write to {shown} ({os_problem(e, str(path))}); choose a "
-            "writable directory"
+            f"{what}: cannot write to {shown_path(str(path))} ({os_problem(e, str(path))}); "
+            "choose a writable directory"
         ) from None
     return path
+
+
+def shown_path(path: str) -> str:
+    """``path`` as a message shows it: whole up to 120 characters, else its start and
+    its end."""
+    return path if len(path) <= 120 else f"{path[:60]}...{path[-40:]}"
 
 
 def os_problem(e: OSError, path: str) -> str:
