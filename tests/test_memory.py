@@ -7,6 +7,7 @@ evaluates and renders through the CLI (resume exactness: test_checkpoint)."""
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -208,3 +209,36 @@ def test_each_kind_trains_exports_evaluates_and_renders(kind, algo, extra, tmp_p
     assert policy.network.kind == kind
     actions, hidden = policy.act(jnp.zeros((3, 7 if extra else 4)), jax.random.key(0))
     assert actions.shape == (3,) and hidden.shape[0] == 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_update_re_runs_exactly_what_the_rollout_acted_on(kind):
+    """Through the PPO skeleton: a rollout that starts mid-episode with a carried
+    hidden state, and whose 5-step episodes end inside its 8-step sequences, is cut
+    into sequence minibatches; re-running each from its stored starting state gives
+    the log-probabilities and values the rollout acted with. A sequence started from
+    another state (the one after the rollout, or zeros), or a reset one step late,
+    would not."""
+    import nnxrl
+    from nnxrl.algos.on_policy import collect_rollout
+    from nnxrl.ops.minibatch import shuffle_env_sequences
+
+    overrides = ["env.num_envs=4", "env.kwargs={delay: 2, symbols: 3, length: 5}"]
+    overrides += ["ppo.num_steps=8", "ppo.num_minibatches=2", f"network.kind={kind}"]
+    overrides += ["network.width=16"] + (["network.options={memory: 4}"] if kind in OPTIONS else [])
+    config = nnxrl.load_config("configs/ppo-rnn-repeat-previous.yaml", overrides)
+    agent = nnxrl.make_algorithm(config, nnxrl.make_env(config.env))
+    s, hp = agent.update.keywords["s"], nnxrl.hyperparams_from(config)
+    state = jax.jit(agent.init)(jax.random.key(0))
+    collect = jax.jit(partial(collect_rollout, plan=None, s=s))
+    state = collect(state)[0]  # the next rollout starts 3 steps into an episode
+    assert not np.asarray(state.start).any() and np.abs(np.asarray(state.hidden)).max() > 0
+    _, trajectory, last_value, _ = collect(state)
+    batch = s.pieces.prepare(trajectory, jnp.zeros_like(trajectory.reward), last_value, hp, s)
+    minibatches = shuffle_env_sequences(jax.random.key(1), batch, 2)
+    re_run = jax.jit(partial(nnxrl.policy_and_value, s=s))
+    for m in range(2):
+        minibatch = jax.tree.map(lambda x, m=m: x[m], minibatches)
+        dist, value = re_run(state.params, minibatch)
+        np.testing.assert_allclose(dist.log_prob(minibatch.action), minibatch.log_prob, atol=1e-5)
+        np.testing.assert_allclose(value, minibatch.value, atol=1e-5)
