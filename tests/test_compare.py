@@ -6,6 +6,7 @@ by name."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -216,3 +217,26 @@ def test_runs_of_unlike_budgets_seed_counts_or_versions_are_not_pooled_silently(
     assert len(c.scores["ppo"]["CartPole-v1"]) == 6 and len(c.notes) == 3
     row = next(x for x in markdown(c).splitlines() if x.startswith("| pqn | 1 |"))
     assert "(1 seed: none)" in row and "[" not in row
+
+
+def test_a_run_still_being_written_is_compared_up_to_its_last_whole_update(runs, tmp_path):
+    """While `nnxrl train` holds a run's lock, its metrics.jsonl may end in an update
+    whose members are not all written yet, the last line cut mid-write: compare reads
+    the run up to its last whole update. (A run killed mid-line, whose lock is free, is
+    named instead: test_robustness.py.)"""
+    from nnxrl.store import lock
+
+    live = tmp_path / "ppo-live"
+    shutil.copytree(runs / "ppo-cartpole-a", live)
+    whole = compare([live, runs / "pqn-cartpole"], reps=50)
+    record = {"update": 11, "env_steps": 512 * 11, "episode_return_window": 9999.0}
+    with lock.hold(live), (live / "metrics.jsonl").open("a") as f:
+        f.write(json.dumps({**record, "seed": 0}) + "\n" + json.dumps({**record, "seed": 1})[:30])
+        f.flush()
+        c = compare([live, runs / "pqn-cartpole"], reps=50)
+    np.testing.assert_array_equal(
+        c.scores["ppo"]["CartPole-v1"], whole.scores["ppo"]["CartPole-v1"]
+    )
+    assert c.aggregate == whole.aggregate
+    with pytest.raises(ValueError, match="line 42: not a complete JSON record"):
+        compare([live, runs / "pqn-cartpole"], reps=50)  # the writer is gone

@@ -5,6 +5,7 @@ curves' trailing smoothing."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import yaml
 
 from nnxrl.logging.jsonl import read_records
 from nnxrl.logging.records import records_to_arrays
+from nnxrl.store import lock
 
 DEFAULT_METRIC = "episode_return_window"  # falls back to episode_return in older runs
 
@@ -42,7 +44,9 @@ def load_runs(run_dir: str | Path) -> list[Run]:
         raise FileNotFoundError(f"{run_dir}: no metrics.jsonl (is it an nnxrl run directory?)")
     config = run_config(run_dir)
     version = trained_by(run_dir)
-    records = read_records(path)
+    live = bool(lock.holder(run_dir))  # a run still training: its whole updates so far
+    records = read_records(path, live=live)
+    records = whole_updates(records) if live else records
     if not records:
         raise ValueError(f"{path} holds no records yet: nothing to plot (has the run started?)")
     for number, r in enumerate(records, 1):
@@ -61,6 +65,15 @@ def load_runs(run_dir: str | Path) -> list[Run]:
         shape = (run.num_seeds, len(run.env_steps))
         run.metrics.update({m: np.full(shape, np.nan) for m in names - set(run.metrics)})
     return runs
+
+
+def whole_updates(records: list[dict]) -> list[dict]:
+    """``records`` without their last update if it lacks some member's record (a run
+    being written writes an update's records one member after another)."""
+    counts = Counter(r["update"] for r in records)
+    if len(counts) > 1 and counts[records[-1]["update"]] < max(counts.values()):
+        return [r for r in records if r["update"] != records[-1]["update"]]
+    return records
 
 
 def run_config(run_dir: Path) -> dict:

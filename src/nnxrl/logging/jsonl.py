@@ -31,14 +31,19 @@ RECORD_FILES = ("metrics.jsonl", "metrics_aggregate.jsonl")
 TIMING_FILE = "timing.jsonl"
 
 
-def read_records(path: Path) -> list[dict]:
+def read_records(path: Path, *, live: bool = False) -> list[dict]:
     """The records of a JSONL file; a line that is not a JSON record with an integer
     ``update`` is a ValueError naming the file and line (a run cut short mid-line is
-    trimmed by --resume, not here)."""
+    trimmed by --resume, not here). ``live``: a run still writes the file, so a last
+    line not yet ended by a newline is one being written, left out."""
     records = []
     if not path.exists():
         return records
-    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+    text = path.read_text(errors="replace")
+    lines = text.splitlines()
+    if live and lines and not text.endswith("\n"):
+        lines = lines[:-1]
+    for number, line in enumerate(lines, 1):
         try:
             record = json.loads(line)
         except json.JSONDecodeError:

@@ -7,6 +7,7 @@ too), so a lock can never stay taken by a dead process. The file also says who h
 it (pid and host); a second writer is refused at once, naming that pid. The holder
 empties the file when it lets go, so a file that still names a process when the lock
 is free was left by one that died: the next writer takes it over and says so.
+``holder`` tells a reader whether a writer is at work there now.
 
 The lock is advisory and local to a machine's kernel: on a network file system two
 hosts may not see each other's ``flock`` (then the host name in the message helps).
@@ -72,6 +73,25 @@ def hold(run_dir: str | Path, what: str = "train") -> Iterator[None]:
         finally:
             os.ftruncate(fd, 0)  # let go: an empty file is a lock left cleanly
             fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def holder(run_dir: str | Path) -> str:
+    """Who holds the run directory's lock now ('' when no process does): a reader
+    (plot, compare) of a run still being written reads it up to its last whole update."""
+    try:
+        fd = os.open(Path(run_dir) / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return ""
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as e:
+            held = e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+            return (_holder(fd) or "another process") if held else ""
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return ""
     finally:
         os.close(fd)
 
