@@ -7,6 +7,10 @@ run resumes byte-identically."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from typing import Any, NamedTuple
 
 import jax
@@ -320,3 +324,35 @@ def test_a_lineage_follows_every_copy_back_to_its_start():
     assert found.members == [0, 0, 1, 1, 0, 0]
     assert found.values["ppo.learning_rate"] == [1.0, 1.0, 0.8, 0.8, 2.5, 2.5]
     assert [step["from_update"] for step in found.schedule] == [1, 3, 5]
+
+
+def test_a_pbt_run_killed_after_its_exploit_steps_resumes_to_the_same_records(tmp_path):
+    """A real `nnxrl train` of a PBT sweep is SIGKILLed once the record of update 17 is
+    written (PBT steps at 8 and 16 done, the chunk holding the one at 24 maybe in
+    flight), then resumed: metrics.jsonl is byte for byte an uninterrupted run's."""
+    overrides = [*PBT_SWEEP, PBT, "total_env_steps=10240", "checkpoint.every_updates=8"]
+    overrides += [f"compile_cache.dir={tmp_path / 'cache'}"]  # the later two load the programs
+    args = [arg for o in overrides for arg in ("--set", o)]
+
+    def train(out, *more):
+        command = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out)]
+        return subprocess.Popen([*command, *args, *more], stderr=subprocess.PIPE, text=True)
+
+    assert train(tmp_path / "whole").wait(timeout=300) == 0
+    split = tmp_path / "split"
+    killed = train(split)
+    deadline = time.monotonic() + 300
+    while not any('"update": 17,' in line for line in lines_of(split / "metrics.jsonl")):
+        assert killed.poll() is None and time.monotonic() < deadline, killed.stderr.read()
+        time.sleep(0.02)
+    killed.kill()
+    assert killed.wait() == -signal.SIGKILL
+    resume = [sys.executable, "-m", "nnxrl.cli", "train", "--resume", str(split)]
+    resumed = subprocess.run(resume, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    whole = (tmp_path / "whole" / "metrics.jsonl").read_bytes()
+    assert (split / "metrics.jsonl").read_bytes() == whole
+
+
+def lines_of(path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
