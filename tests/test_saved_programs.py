@@ -176,3 +176,25 @@ def test_the_key_holds_the_distributions_a_program_imports_not_every_installed_e
     for env_id, extra in [("brax:ant", "brax"), ("navix:Navix-Empty-5x5-v0", "navix")]:
         if importlib.util.find_spec(extra) is not None:
             assert extra in names(env_id) and cartpole < names(env_id)
+
+
+def test_a_save_killed_mid_write_leaves_no_entry_and_its_part_is_cleared(tmp_path):
+    """A save writes a part file and renames it when whole, so a SIGKILL mid-write
+    leaves only the part: the next run compiles (no entry to load), saves, and deletes
+    a part untouched for 10 minutes, keeping a younger one (another process's save
+    under way)."""
+    folder = tmp_path / "programs"
+    folder.mkdir()
+    name = f"{saved_programs.digest(saved_programs.code_facts())}-f"
+    killed, writing = folder / f".{name}.123.part", folder / f".{name}.456.part"
+    for part in (killed, writing):
+        part.write_bytes(b"\x80\x04 half a program")
+    old = killed.stat().st_mtime - 3600
+    os.utime(killed, (old, old))
+    compiled = []
+    program = store(tmp_path).compiled(
+        "f", lambda: compiled.append(1) or jax.jit(lambda x: x - 1).lower(X).compile()
+    )
+    assert compiled and (folder / name).is_file()
+    np.testing.assert_array_equal(np.asarray(program(X)), np.asarray(X - 1))
+    assert not killed.exists() and writing.exists()

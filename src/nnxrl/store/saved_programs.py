@@ -19,7 +19,9 @@ An entry lives at ``<compile_cache.dir>/programs/<config digest>/<code digest>-<
 A missing entry compiles; one whose config was saved by other code (an edit, an
 upgrade) compiles again and says so in one line, replacing it; one that cannot be
 loaded (truncated, corrupt, for devices that are gone) says so, compiles and is
-rewritten. Nothing stale can run: a different key is a different file.
+rewritten. Nothing stale can run: a different key is a different file. An entry is
+written aside and renamed when whole; what a save killed mid-write leaves aside is
+deleted by a later save (``forget_killed_saves``).
 
 The code's key also names the registered components the config uses (its env
 factory if registered, network kind, algorithm and add-on) by their functions'
@@ -44,6 +46,7 @@ import pickle
 import re
 import sys
 import sysconfig
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -63,6 +66,7 @@ from nnxrl.store.compile_cache import persistent_cache_off
 
 FORMAT = 2  # bump when an entry's layout changes
 KEEP_OTHER_CODE = 2  # entries of a program saved by other code kept beside the newest
+KILLED_SAVE_SECONDS = 600.0  # a part file older than this was left by a killed save
 HOST_SECTIONS = ("seed", "checkpoint", "compile_cache", "evaluation", "hp_schedule")
 PROGRAM_LOGGING = ("updates_per_chunk", "return_window")  # logging keys the program reads
 COMPILER_VARIABLES = ("XLA_FLAGS", "LIBTPU_INIT_ARGS", "NVIDIA_TF32_OVERRIDE")
@@ -142,6 +146,7 @@ class SavedPrograms:
         part = path.with_name(f".{path.name}.{os.getpid()}.part")
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
+            forget_killed_saves(path)
             part.write_bytes(data)
             os.replace(part, path)
         except OSError as e:
@@ -162,6 +167,18 @@ class SavedPrograms:
                 old.unlink(missing_ok=True)
         except OSError:
             pass
+
+
+def forget_killed_saves(path: Path) -> None:
+    """Delete the part files of ``path`` that no save is still writing: a save killed
+    mid-write (SIGKILL, power loss) leaves its ``.part`` and never renames it. A part
+    untouched for ``KILLED_SAVE_SECONDS`` is such a one (no save takes that long);
+    another process's save in progress is younger and kept."""
+    now = time.time()
+    for part in path.parent.glob(f".{path.name}.*.part"):
+        with suppress(OSError):
+            if now - part.stat().st_mtime > KILLED_SAVE_SECONDS:
+                part.unlink()
 
 
 def saved_programs(config: config_lib.Config, cache_dir: Path | None) -> SavedPrograms:
