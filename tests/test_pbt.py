@@ -277,9 +277,9 @@ def assert_trackers_hold_each_members_values(run, by_member) -> None:
 def assert_the_best_schedule_replays(run, out, by_member) -> None:
     """best_schedule.yaml trains the best seed's winner's schedule from scratch: each
     update of that seed trains with the lineage's value, and until the first change
-    it is the member the lineage started in, as a plain run of its values. (Whether
-    the winner was ever copied depends on the run's float rounding: a winner never
-    copied has one value, a plain config, compared over the first interval.)"""
+    (within the first interval) it is the member the lineage started in, as a plain
+    run of its values. (Whether the winner was ever copied depends on the run's float
+    rounding: a winner never copied has one value, a plain config.)"""
     seeds = json.loads((run / "pbt.json").read_text())["seeds"]
     best = max(seeds, key=lambda x: x["ranking"][0]["final_return"])
     config = config_lib.load(run / "best_schedule.yaml")
@@ -294,7 +294,9 @@ def assert_the_best_schedule_replays(run, out, by_member) -> None:
     assert got == pytest.approx(found.values["ppo.learning_rate"], rel=1e-6)
     start = found.members[0]
     first_change = config.hp_schedule[0]["from_update"] if config.hp_schedule else 9
-    origin = by_member[(start // 2, start % 2)][: first_change - 1]
+    # over the first interval at most: a population and a run of 2 seeds round apart
+    # (1e-7), and CartPole's episodes grow that to 1e-3 within 16 updates on some CPUs
+    origin = by_member[(start // 2, start % 2)][: min(first_change, 9) - 1]
     for r, q in zip(replay, origin, strict=False):
         np.testing.assert_allclose(r["loss/total"], q["loss/total"], rtol=1e-5, atol=1e-6)
     assert len(replay) == 40 and first_change > 1
