@@ -1,5 +1,6 @@
 """The compile cache's folder and switches: it can be moved or switched off, and an
-unwritable folder is skipped (its two levels: test_saved_programs.py)."""
+unwritable folder is skipped, a read-only one read (its two levels:
+test_saved_programs.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import jax
 from cli_runs import train_logged
+from disks import mount_tmpfs, remount_read_only, unmount
 
 from nnxrl import config as config_lib
 from nnxrl.config import CompileCacheConfig
@@ -29,6 +31,27 @@ def test_switched_off_it_writes_nothing_and_an_unwritable_folder_is_skipped(tmp_
     assert f"compile cache {blocker / 'cache'} cannot be used" in log
     assert "compile_cache.enabled=false" in log  # says what to do
     assert (tmp_path / "blocked" / "metrics.jsonl").exists()
+
+
+def test_a_read_only_folder_is_read_and_never_written(tmp_path):
+    """A cache warmed into a read-only mount (a container image, a shared disk) loads
+    its programs; a config it lacks compiles, warns of no failed write and adds nothing."""
+    cache = tmp_path / "cache"
+    mount_tmpfs(cache, "size=64m")
+    try:
+        train_logged(tmp_path / "warm", [f"compile_cache.dir={cache}"])
+        files = sorted(cache.rglob("*"))
+        remount_read_only(cache)
+        log = train_logged(tmp_path / "read", [f"compile_cache.dir={cache}"])
+        assert f"compile cache {cache} is read-only" in log
+        assert "loaded the compiled programs" in log
+        log = train_logged(tmp_path / "miss", [f"compile_cache.dir={cache}", "network.width=8"])
+        assert "compiled in" in log and "could not be saved" not in log
+        assert "Error writing" not in log and sorted(cache.rglob("*")) == files
+    finally:
+        unmount(cache)
+    runs = [(tmp_path / run / "metrics.jsonl").read_bytes() for run in ("warm", "read")]
+    assert runs[0] == runs[1]
 
 
 def test_the_default_folder_is_per_user_and_follows_xdg(monkeypatch, tmp_path):

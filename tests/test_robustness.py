@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_runs import CARTPOLE, SHORT_CARTPOLE, sets
+from disks import fill, mount_tmpfs, unmount
 
 from nnxrl import config as config_lib
 from nnxrl.cli import main
@@ -51,21 +52,12 @@ def reference(tmp_path_factory) -> Path:
     return out
 
 
-def mount_tmpfs(path: Path, options: str) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)])
-    if done.returncode != 0:
-        pytest.skip("this machine does not allow mounting a tmpfs")
-
-
 @pytest.fixture
 def small_disk(tmp_path):
     disk = tmp_path / "disk"
     mount_tmpfs(disk, "size=8m")
     yield disk
-    subprocess.run(["umount", "-l", str(disk)])
+    unmount(disk)
 
 
 @pytest.fixture
@@ -79,22 +71,7 @@ def readonly_dir(tmp_path):
         return
     mount_tmpfs(path, "ro,size=1m")
     yield path
-    subprocess.run(["umount", "-l", str(path)])
-
-
-def fill(disk: Path) -> Path:
-    """Write a file until the disk is full; returns it (delete it to free the space).
-
-    Unbuffered: a buffered file keeps the tail of a short write and raises
-    ENOSPC again when it is closed, which would lose the filler's path."""
-    filler = disk / "filler"
-    with filler.open("wb", buffering=0) as f:
-        try:
-            while f.write(b"\0" * 65536):
-                pass
-        except OSError as e:
-            assert e.errno == errno.ENOSPC
-    return filler
+    unmount(path)
 
 
 def fill_at_update(monkeypatch, disk: Path, update: int, free_on_retry: bool) -> list:

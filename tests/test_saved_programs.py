@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from cli_runs import train_logged
+from disks import fill, mount_tmpfs, unmount
 
 from nnxrl import config as config_lib
 from nnxrl.store import saved_programs
@@ -160,6 +161,21 @@ def test_a_folder_that_cannot_be_written_is_said_and_the_run_goes_on(tmp_path, c
     program = saved.compiled("f", lambda: jax.jit(lambda x: x * 4).lower(X).compile())
     np.testing.assert_array_equal(np.asarray(program(X)), np.asarray(X * 4))
     assert f"the f program could not be saved in {blocker / 'programs'}" in capsys.readouterr().err
+
+
+def test_a_full_disk_is_said_leaves_no_part_file_and_the_run_goes_on(tmp_path, capsys):
+    disk = tmp_path / "disk"
+    mount_tmpfs(disk, "size=1m")
+    try:
+        fill(disk)
+        saved = SavedPrograms(disk / "programs", "code")
+        program = saved.compiled("f", lambda: jax.jit(lambda x: x * 5).lower(X).compile())
+        np.testing.assert_array_equal(np.asarray(program(X)), np.asarray(X * 5))
+        err = capsys.readouterr().err
+        assert "the f program could not be saved" in err and "No space left" in err
+        assert list((disk / "programs").iterdir()) == []
+    finally:
+        unmount(disk)
 
 
 def test_the_key_holds_the_distributions_a_program_imports_not_every_installed_extra():

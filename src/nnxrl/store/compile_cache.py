@@ -9,6 +9,10 @@ The folder is the config's ``compile_cache.dir``, else ``$XDG_CACHE_HOME/nnxrl/j
 else ``~/.cache/nnxrl/jax``. It only ever holds derived data: deleting it costs one
 cold compile. Like any compilation cache, it is trusted code: do not point it at a
 folder others can write to.
+
+A folder that exists but cannot be written (a read-only mount, a cache warmed into a
+container image) is read and never written: its programs still load, a miss compiles
+as usual and is kept nowhere (said once, in one line).
 """
 
 from __future__ import annotations
@@ -35,17 +39,25 @@ def default_cache_dir() -> Path:
 
 def use_compile_cache(settings: CompileCacheConfig) -> Path | None:
     """Point this process's persistent compilation cache where ``settings`` say (or
-    switch it off); returns the folder in use. A folder that cannot be written is
-    reported in one line and the run compiles without a cache."""
+    switch it off); returns the folder in use. A folder that cannot be made is
+    reported in one line and the run compiles without a cache; one that exists but
+    cannot be written is used read-only (``writable`` tells which)."""
     folder = Path(settings.dir).expanduser() if settings.dir else default_cache_dir()
     problem = None if not settings.enabled else _unwritable(folder)
+    read_only = problem is not None and _readable(folder)
     if problem:
         print(
-            f"nnxrl: compile cache {folder} cannot be used ({problem}); compiling without "
-            "it. Set compile_cache.dir to a writable folder, or compile_cache.enabled=false.",
+            f"nnxrl: compile cache {folder} "
+            + (
+                f"is read-only ({problem}): programs are loaded from it and none is saved "
+                "(set compile_cache.dir to a writable folder to save them)."
+                if read_only
+                else f"cannot be used ({problem}); compiling without it. Set "
+                "compile_cache.dir to a writable folder, or compile_cache.enabled=false."
+            ),
             file=sys.stderr,
         )
-    enabled = settings.enabled and not problem
+    enabled = settings.enabled and (not problem or read_only)
     if enabled:
         if not jax.config.jax_enable_compilation_cache or (
             jax.config.jax_compilation_cache_dir != str(folder)
@@ -56,8 +68,15 @@ def use_compile_cache(settings: CompileCacheConfig) -> Path | None:
     elif jax.config.jax_enable_compilation_cache:
         jax.config.update("jax_enable_compilation_cache", False)
         compilation_cache.reset_cache()
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", settings.min_compile_seconds)
+    # a read-only folder: JAX reads it and never tries to write (each try would warn)
+    never = float("inf") if read_only else settings.min_compile_seconds
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", never)
     return folder if enabled else None
+
+
+def writable(folder: Path) -> bool:
+    """Whether ``folder`` (created if missing) can be written."""
+    return _unwritable(folder) is None
 
 
 @contextmanager
@@ -103,3 +122,8 @@ def _unwritable(folder: Path) -> str | None:
     except OSError as e:
         return e.strerror or str(e)
     return None
+
+
+def _readable(folder: Path) -> bool:
+    """Whether ``folder`` is a folder whose entries can be listed and read."""
+    return folder.is_dir() and os.access(folder, os.R_OK | os.X_OK)

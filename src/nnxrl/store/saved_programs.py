@@ -31,8 +31,10 @@ A program is saved only from a fresh compilation: on CPU an executable loaded fr
 JAX's cache loses its code when serialised again (measured with jax 0.10), so a
 miss here compiles with JAX's cache off. JAX's cache stays the level for every other
 program (evaluation, ``eval``, ``render``) and for these when saving is off
-(``compile_cache.save_programs``) or not possible. Like JAX's cache, these files are
-trusted code: loading one runs it.
+(``compile_cache.save_programs``) or not possible. A read-only cache folder is read:
+a saved program loads, a missing one compiles through JAX's cache (which may hold it)
+and is saved nowhere. Like JAX's cache, these files are trusted code: loading one
+runs it.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from nnxrl.algos.registry import algorithm
 from nnxrl.envs.registry import registered_env
 from nnxrl.intrinsic.base import registration
 from nnxrl.networks.registry import network_kind
-from nnxrl.store.compile_cache import persistent_cache_off
+from nnxrl.store.compile_cache import persistent_cache_off, writable
 
 FORMAT = 2  # bump when an entry's layout changes
 KEEP_OTHER_CODE = 2  # entries of a program saved by other code kept beside the newest
@@ -87,6 +89,7 @@ class SavedPrograms:
 
     folder: Path | None
     code: str = ""  # the code digest: an entry's file name starts with it
+    writable: bool = True  # False: entries are loaded, none is saved
     # name -> the memory the program needs (program_bytes), saved with it
     needs: dict = field(default_factory=dict)
 
@@ -104,11 +107,10 @@ class SavedPrograms:
 
     def compiled(self, name: str, compile_program: Callable[[], Any]) -> Any:
         """The program ``name``: loaded when saved under this key, else compiled by
-        ``compile_program`` (with JAX's cache off, so that it can be saved) and saved."""
+        ``compile_program`` (with JAX's cache off, so that it can be saved) and saved
+        (unless the folder is read-only)."""
         if self.folder is None:
-            program = compile_program()
-            self.needs[name] = program_bytes(program)
-            return program
+            return self.unsaved(name, compile_program)
         path = self.entry(name)
         if path.exists():
             loaded, need, problem = load(path)
@@ -116,15 +118,23 @@ class SavedPrograms:
                 self.needs[name] = need
                 return loaded
             say(f"the saved {name} program {path} could not be loaded ({problem}); compiling it")
-        elif self.saved_by_other_code(name):
+        elif self.writable and self.saved_by_other_code(name):
             say(
                 f"the {name} program of this config was saved by other code (nnxrl's source, a "
                 "package, JAX or the devices changed); compiling it again"
             )
+        if not self.writable:
+            return self.unsaved(name, compile_program)
         with persistent_cache_off():
             program = compile_program()
         self.needs[name] = program_bytes(program)
         self.save(path, name, program)
+        return program
+
+    def unsaved(self, name: str, compile_program: Callable[[], Any]) -> Any:
+        """Program ``name`` compiled with JAX's cache as it is, and kept nowhere."""
+        program = compile_program()
+        self.needs[name] = program_bytes(program)
         return program
 
     def saved_by_other_code(self, name: str) -> bool:
@@ -196,7 +206,7 @@ def saved_programs(config: config_lib.Config, cache_dir: Path | None) -> SavedPr
         "distributions": used_distributions(env_distributions(config.env.id)),
         "components": described(components(config)),
     }
-    return SavedPrograms(folder, digest(code))
+    return SavedPrograms(folder, digest(code), writable=writable(Path(cache_dir)))
 
 
 def interactive() -> bool:
