@@ -286,8 +286,6 @@ def save_policy(directory: str | Path, policy: Policy, *, run_owned: bool = Fals
 
 def load_policy(directory: str | Path) -> Policy:
     """Rebuild a saved policy (see module docstring)."""
-    import orbax.checkpoint as ocp
-
     directory = Path(directory).resolve()
     spec_file = directory / "policy.yaml"
     if not spec_file.is_file():
@@ -308,8 +306,7 @@ def load_policy(directory: str | Path) -> Policy:
     head = str(spec["head"]) if "head" in spec else algorithm(algo).head  # older: no head
     graphdef, template = _network_template(env, network, num_values, head)
     check_params_whole(directory)
-    with ocp.StandardCheckpointer() as checkpointer:
-        arrays = checkpointer.restore(directory / "params")
+    arrays = read_params(directory)
     params = _fill(template, lambda path: arrays.get(path), str(directory / "params"), network)
     weights = tuple(float(w) for w in spec.get("stream_weights", [1.0] * num_values))
     obs_moments = None
@@ -330,6 +327,26 @@ def load_policy(directory: str | Path) -> Policy:
         obs_clip=float(spec.get("obs_clip", 10.0)),
         source=dict(spec.get("source") or {}),
     )
+
+
+def read_params(directory: Path) -> dict:
+    """The arrays of ``directory/params``; one a policy saved before manifests has
+    damaged is a CheckpointError naming it (Orbax's late tracebacks held back)."""
+    import orbax.checkpoint as ocp
+
+    from nnxrl.errors import CheckpointError
+    from nnxrl.store.checkpoint import quiet_if_it_fails
+
+    try:
+        with quiet_if_it_fails(), ocp.StandardCheckpointer() as checkpointer:
+            return checkpointer.restore(directory / "params")
+    except Exception as e:  # Orbax/tensorstore errors: name the folder, not the internals
+        reason = str(e).splitlines()[0][:200] if str(e) else ""
+        raise CheckpointError(
+            f"{directory / 'params'} is damaged or incomplete and cannot be read "
+            f"({type(e).__name__}: {reason}). Export the policy again into a new folder: "
+            f"`{command('export RUN_DIR --out NEW_DIR')}`"
+        ) from e
 
 
 def check_params_whole(directory: Path) -> None:

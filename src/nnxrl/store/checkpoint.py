@@ -117,7 +117,7 @@ def _write(run_dir: str | Path, update: int, items: dict, meta: dict, keep: int 
     directory = checkpoint_dir(run_dir)
     try:
         # a failed write leaves tensorstore's late callbacks printing pages of tracebacks
-        with _quiet_if_it_fails():
+        with quiet_if_it_fails():
             manager = _manager(directory, keep, create=True)
             try:
                 if int(update) in manager.all_steps():  # from before --resume --step: replace
@@ -304,7 +304,7 @@ def numpy_targets(meta: dict) -> dict:
 def _restore(run_dir: str | Path, update: int, args: Any) -> Any:
     """Orbax's restore of ``args`` from the checkpoint of ``update`` (its log quiet
     unless it fails)."""
-    with _quiet_if_it_fails():
+    with quiet_if_it_fails():
         manager = _manager(checkpoint_dir(run_dir))
         try:
             return manager.restore(update, args=args)
@@ -317,7 +317,7 @@ def _the_others(run_dir: str | Path, update: int, name_others: bool) -> str:
 
 
 @contextmanager
-def _quiet_if_it_fails(grace: float = 0.5) -> Iterator[None]:
+def quiet_if_it_fails(grace: float = 0.5) -> Iterator[None]:
     """Hold back what the process writes to stderr while reading or writing a
     checkpoint, and drop it if that fails. When Orbax gives up on a damaged file or a
     full disk, tensorstore's pending operations call back into the closed event loop
