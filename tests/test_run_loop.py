@@ -69,6 +69,19 @@ def run_loop(programs: Programs, stop_after: int | None = None, config=CONFIG):
     return outcome, records_to_arrays(logger.memory.records, members_of(config)), loop
 
 
+@pytest.mark.parametrize(
+    "steps,expected",
+    [(500_000, 16), (10**11, 1250), (2_500_000_000, 1563)],  # 976, 195M, 4.9M updates
+)
+def test_a_chunk_is_a_fiftieth_of_the_run_at_most_and_at_most_a_million_env_steps(steps, expected):
+    """An endless budget (a soak, a run stopped by hand) keeps chunks short: progress,
+    checkpoints and Ctrl-C come between chunks, which must not last hours."""
+    config = config_lib.load("configs/ppo-cartpole.yaml", [f"total_env_steps={steps}"])
+    per_chunk = schedule.updates_per_chunk(config)
+    assert per_chunk == expected and schedule.num_updates(config) % per_chunk == 0
+    assert per_chunk * schedule.batch_size(config) <= schedule.CHUNK_ENV_STEPS
+
+
 def test_the_chunks_run_the_whole_run_and_every_update_is_recorded():
     programs = Programs()
     outcome, history, _ = run_loop(programs)

@@ -68,8 +68,10 @@ def step(
 
 
 def linear_decay(total_steps: int) -> Callable[[jax.Array], jax.Array]:
-    """Multiplier 1 -> 0 over optimiser steps 0 .. total_steps - 1 (exactly 0 at the last)."""
-    return lambda step: 1.0 - step / max(total_steps - 1, 1)
+    """Multiplier 1 -> 0 over optimiser steps 0 .. total_steps - 1 (exactly 0 at the last).
+    The count enters as a float: past 2**31 steps (an endless run's budget) an int
+    would not fit the program's int32."""
+    return lambda step: 1.0 - step / float(max(total_steps - 1, 1))
 
 
 def constant_one(step: jax.Array) -> jax.Array:

@@ -13,6 +13,9 @@ from typing import Any, Protocol
 from nnxrl.config import hp_schedule
 
 CHUNKS = 50  # updates_per_chunk unset: the largest divisor that gives at least this many
+# ...and a chunk of at most this many env steps per seed: progress, checkpoints and a
+# stop come between chunks, so an endless budget must not make a chunk last hours
+CHUNK_ENV_STEPS = 2**20
 
 
 class Scheduled(Protocol):
@@ -46,13 +49,14 @@ def num_updates(config: Scheduled) -> int:
 
 def updates_per_chunk(config: Scheduled) -> int:
     """Updates per compiled chunk: logging.updates_per_chunk, or the largest divisor of
-    num_updates that gives at least ~50 chunks, and that divides where chunks must end:
-    population-based training's interval, the updates before an ``hp_schedule``'s
-    changes (so that a run needs one chunk program)."""
+    num_updates that gives at least ~50 chunks of at most CHUNK_ENV_STEPS env steps per
+    seed each, and that divides where chunks must end: population-based training's
+    interval, the updates before an ``hp_schedule``'s changes (so that a run needs one
+    chunk program)."""
     if config.logging.updates_per_chunk is not None:
         return config.logging.updates_per_chunk
     updates = num_updates(config)
-    target = max(1, updates // CHUNKS)
+    target = max(1, min(updates // CHUNKS, CHUNK_ENV_STEPS // batch_size(config)))
     pbt = getattr(getattr(config, "sweep", None), "pbt", None)
     divided = pbt.interval if pbt is not None and pbt.interval else updates
     divided = math.gcd(divided, *hp_schedule.cuts(getattr(config, "hp_schedule", ())))

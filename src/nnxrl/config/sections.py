@@ -107,7 +107,7 @@ class LoggingConfig:
     updates_per_chunk: int | None = _field(
         None,
         "Updates per compiled chunk between host hand-offs (None: automatic, about 50 "
-        "chunks). Must divide the number of updates.",
+        "chunks of at most 2**20 env steps per seed). Must divide the number of updates.",
         low=1,
     )
     print_every: int = _field(
