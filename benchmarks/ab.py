@@ -93,6 +93,16 @@ CASES = {
         ["logging.updates_per_chunk=61", "logging.backends=[]"],
         2,
     ),
+    "Craftax-Symbolic PPO-TrXL (M = 128), 64 envs": (
+        "configs/ppo-trxl-craftax-symbolic.yaml",
+        ["env.num_envs=64", "logging.updates_per_chunk=1", "logging.backends=[]"],
+        1,
+    ),
+    "RepeatPrevious PPO-TrXL (M = 8)": (
+        "configs/ppo-trxl-repeat-previous.yaml",
+        ["logging.updates_per_chunk=10", "logging.backends=[]"],
+        2,
+    ),
     "Craftax-Classic-Symbolic, 1 seed": (
         "configs/ppo-craftax-classic-symbolic.yaml",
         ["total_env_steps=1048576", "logging.updates_per_chunk=1", "logging.backends=[]"],

@@ -73,6 +73,12 @@ def test_unrolling_a_sequence_equals_stepping_through_it(kind, head):
     unrolled = jax.jit(lambda h0: outputs(head, net.unroll(h0, obs, start)))(h0)
     for a, b in zip(unrolled, stepped, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    if hasattr(net.core, "acting_state"):  # stepping with the cached keys and values too
+        acting = jax.jit(lambda h0: jax.lax.scan(step, net.acting_state(h0), (obs, start)))
+        cached_last, cached = acting(h0)
+        for a, b in zip(unrolled, cached, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(net.carried_state(cached_last), last, rtol=1e-5, atol=1e-5)
     embedded = jnp.zeros((T, B, 16)) + obs.sum(-1, keepdims=True)
     core = jax.jit(lambda h, x, s: net.core(h, x, s))  # compiled: eager ops are slow here
     core_last, _ = core(h0, embedded, start)
@@ -216,9 +222,10 @@ def test_the_update_re_runs_exactly_what_the_rollout_acted_on(kind):
     """Through the PPO skeleton: a rollout that starts mid-episode with a carried
     hidden state, and whose 5-step episodes end inside its 8-step sequences, is cut
     into sequence minibatches; re-running each from its stored starting state gives
-    the log-probabilities and values the rollout acted with. A sequence started from
-    another state (the one after the rollout, or zeros), or a reset one step late,
-    would not."""
+    the log-probabilities and values the rollout acted with, though the parameters
+    changed since the state was carried in. A sequence started from another state (the
+    one after the rollout, or zeros), a reset one step late, or keys and values cached
+    under the old parameters would not."""
     import nnxrl
     from nnxrl.algos.on_policy import collect_rollout
     from nnxrl.ops.minibatch import shuffle_env_sequences
@@ -232,6 +239,8 @@ def test_the_update_re_runs_exactly_what_the_rollout_acted_on(kind):
     state = jax.jit(agent.init)(jax.random.key(0))
     collect = jax.jit(partial(collect_rollout, plan=None, s=s))
     state = collect(state)[0]  # the next rollout starts 3 steps into an episode
+    # as after an update: what the rollout acts from must follow the parameters
+    state = state.replace(params=jax.tree.map(lambda p: p * 1.25, state.params))
     assert not np.asarray(state.start).any() and np.abs(np.asarray(state.hidden)).max() > 0
     _, trajectory, last_value, _ = collect(state)
     batch = s.pieces.prepare(trajectory, jnp.zeros_like(trajectory.reward), last_value, hp, s)

@@ -25,6 +25,7 @@ from nnxrl.envs import env_spec, make_env
 from nnxrl.envs.base import legal_actions
 from nnxrl.envs.compiler_options import compiler_options
 from nnxrl.networks import heads
+from nnxrl.networks.acting import acting_state
 
 MAX_ENVS_AT_ONCE = 1024  # episodes played side by side per seed (bounds the memory)
 
@@ -192,7 +193,7 @@ def first_carry(model: Any, env: Any, reset_key: jax.Array, key: jax.Array) -> d
     return {
         "obs": obs,
         "env_state": env_state,
-        "hidden": model.initial_hidden(num_envs),
+        "hidden": acting_state(model, model.initial_hidden(num_envs)),
         "start": jnp.ones(num_envs, bool),
         "finished": jnp.zeros(num_envs, bool),
         "key": key,

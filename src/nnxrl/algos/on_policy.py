@@ -50,6 +50,7 @@ from nnxrl.envs import VecEnv
 from nnxrl.envs.base import legal_actions
 from nnxrl.intrinsic.base import Addon, NoOptions, no_bonus
 from nnxrl.networks import build_network
+from nnxrl.networks.acting import acting_state, carried_state
 from nnxrl.networks.registry import network_kind
 from nnxrl.networks.settings import NetworkSettings
 from nnxrl.ops.running_moments import Moments
@@ -197,12 +198,15 @@ def collect_rollout(
 def roll_out(
     run_state: RunState, model: Any, see: Callable, plan: Any, s: Any
 ) -> tuple[RunState, Transition, Any, jax.Array | None]:
-    """The scan of ``s.num_steps`` ``rollout_step``s: the advanced state, Transitions
-    [T, B], each step's final observation and its legal actions (None if recurrent),
-    and the raw observations (None: not normalised)."""
+    """The scan of ``s.num_steps`` ``rollout_step``s (from the model's acting state,
+    ``networks/acting.py``): the advanced state, Transitions [T, B], each step's final
+    observation and its legal actions (None if recurrent), and the raw observations
+    (None: not normalised)."""
     keep_raw = isinstance(run_state.normalizer.obs, Moments)
     step = partial(rollout_step, model=model, see=see, keep_raw=keep_raw, plan=plan, s=s)
+    run_state = run_state.replace(hidden=acting_state(model, run_state.hidden))
     run_state, (trajectory, final, raw) = jax.lax.scan(step, run_state, length=s.num_steps)
+    run_state = run_state.replace(hidden=carried_state(model, run_state.hidden))
     return run_state, trajectory, final, raw
 
 

@@ -1,5 +1,6 @@
 """How a trained policy acts from each shipped head (``heads.py``): one step of the
-network, then the distribution actions are drawn from, among the legal actions."""
+network, then the distribution actions are drawn from, among the legal actions; and
+the hidden state a model acts from while its parameters are fixed."""
 
 from __future__ import annotations
 
@@ -38,3 +39,16 @@ def epsilon_greedy_on_q(
     hidden, q = model.step(hidden, obs, start)
     weights = jnp.asarray(policy.stream_weights, jnp.float32)
     return hidden, EpsilonGreedy(acting_values(q, weights), policy.epsilon, legal)
+
+
+def acting_state(model: Any, hidden: Any) -> Any:
+    """The state ``model`` acts from while its parameters stay fixed (a recurrent
+    model's ``acting_state``: what its core caches meanwhile), else ``hidden``."""
+    prepare = getattr(model, "acting_state", None)
+    return hidden if prepare is None else prepare(hidden)
+
+
+def carried_state(model: Any, hidden: Any) -> Any:
+    """``acting_state`` undone: the state kept between rollouts."""
+    drop = getattr(model, "carried_state", None)
+    return hidden if drop is None else drop(hidden)

@@ -23,7 +23,7 @@ import numpy as np
 from flax import nnx
 
 from nnxrl.networks.distributions import masked_argmax
-from nnxrl.networks.recurrent import GRU
+from nnxrl.networks.recurrent import GRU, ActsFromCore
 from nnxrl.networks.torso import ACTIVATIONS, MLP, Encoder, orthogonal_linear
 
 
@@ -67,7 +67,7 @@ class QNetwork(nnx.Module):
         return q_values(self.mlp(self.encoder(obs)), self.shape, self.dueling)
 
 
-class RecurrentQNetwork(nnx.Module):
+class RecurrentQNetwork(ActsFromCore, nnx.Module):
     """Q(history, a) [..., K, A]: encoder -> (LayerNorm) MLP embedding -> memory core
     (``make_core``: the GRU unless given; see ``recurrent.py``) -> linear head. The
     hidden state resets to zeros where an episode starts."""

@@ -65,7 +65,22 @@ class GRU(nnx.Module):
         return jax.lax.scan(step, hidden, (projected, start))
 
 
-class RecurrentActorCritic(nnx.Module):
+class ActsFromCore:
+    """What a model with a memory ``core`` acts from while its parameters are fixed
+    (a rollout, an evaluation): the core's ``acting_state`` when it has one (what it
+    caches meanwhile: the Transformer-XL's keys and values), else the hidden state;
+    ``carried_state`` gives back the state kept between rollouts."""
+
+    def acting_state(self, hidden: jax.Array) -> jax.Array:
+        prepare = getattr(self.core, "acting_state", None)
+        return hidden if prepare is None else prepare(hidden)
+
+    def carried_state(self, hidden: jax.Array) -> jax.Array:
+        drop = getattr(self.core, "carried_state", None)
+        return hidden if drop is None else drop(hidden)
+
+
+class RecurrentActorCritic(ActsFromCore, nnx.Module):
     """pi(a | history) and V(history) [..., num_values] through a shared memory core
     (``make_core``: the GRU unless given)."""
 

@@ -14,6 +14,10 @@ Heads, and what the built module must offer (batch dims ``*L`` lead every array)
   steps ``[N, ...]``) also ``value(obs) -> [*L, K]``.
 - ``q`` (PQN): the same ``initial_hidden``, ``step -> (hidden, q [B, K, A])`` and
   ``unroll -> q [T, B, K, A]``; a feed-forward kind also ``__call__(obs) -> q``.
+- optionally, for a recurrent kind, ``acting_state(hidden) -> acting`` and
+  ``carried_state(acting) -> hidden``: what ``step`` acts from while the parameters
+  stay fixed (a rollout, an evaluation), with whatever it caches meanwhile (the
+  Transformer-XL's keys and values), and the hidden state it gives back to store.
 - ``soft_actor_critic`` (SAC; the ``feedforward`` kind only): ``initial_hidden`` and
   ``step`` as ``actor_critic``'s, ``distribution(obs)`` (a ``TanhGaussian``),
   ``q(obs, action) -> [2, *L, K]`` and the parameter ``log_alpha``.
