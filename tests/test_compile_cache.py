@@ -19,18 +19,22 @@ ROOT = Path(__file__).resolve().parent.parent
 CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
 
 
-def test_switched_off_it_writes_nothing_and_an_unwritable_folder_is_skipped(tmp_path):
+def test_switched_off_it_writes_nothing_and_an_unwritable_folder_is_skipped(tmp_path, capsys):
+    """(A run that goes on past a cache it cannot write: the read-only test below and
+    test_saved_programs.py.)"""
     cache = tmp_path / "cache"
-    log = train_logged(
-        tmp_path / "off", [f"compile_cache.dir={cache}", "compile_cache.enabled=false"]
-    )
-    assert not cache.exists() and "cache hit" not in log
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    log = train_logged(tmp_path / "blocked", [f"compile_cache.dir={blocker / 'cache'}"])
-    assert f"compile cache {blocker / 'cache'} cannot be used" in log
-    assert "compile_cache.enabled=false" in log  # says what to do
-    assert (tmp_path / "blocked" / "metrics.jsonl").exists()
+    try:
+        assert use_compile_cache(CompileCacheConfig(dir=str(cache), enabled=False)) is None
+        assert not cache.exists() and not jax.config.jax_enable_compilation_cache
+        blocker = tmp_path / "a-file"
+        blocker.write_text("not a folder")
+        assert use_compile_cache(CompileCacheConfig(dir=str(blocker / "cache"))) is None
+        said = capsys.readouterr().err
+        assert f"compile cache {blocker / 'cache'} cannot be used" in said
+        assert "compile_cache.enabled=false" in said  # says what to do
+        assert not jax.config.jax_enable_compilation_cache
+    finally:
+        use_compile_cache(CompileCacheConfig())  # the suite's own cache, as conftest set it
 
 
 def test_a_read_only_folder_is_read_and_never_written(tmp_path):

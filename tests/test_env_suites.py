@@ -1,10 +1,11 @@
-"""The other JAX suites' adapters (jumanji:, xland:, navix:, pgx:) against each suite's
+"""The other JAX suites' adapters (jumanji:, xland:, navix:, pgx:, popgym:) against each suite's
 own API: every step of nnxrl's batched, self-resetting env is compared with a
 hand-rolled loop over the suite's reset and step, one env at a time, with the same
 keys and actions. Each suite's tests skip without its extra."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 from dataclasses import dataclass, field
@@ -48,6 +49,9 @@ CASES = {
     "xland": Case("xland:MiniGrid-Empty-5x5", "xminigrid", {"max_steps": 24}, 24, 120, 16),
     "navix": Case("navix:Navix-Empty-5x5-v0", "navix", {"max_steps": 24}, 24, 120, 16),
     "pgx": Case("pgx:2048", "pgx", steps=320, num_envs=3),
+    # random play fires (1 action of 5) its 26 cards within the 126-move limit about
+    # half the time: its 6 episodes end both ways
+    "popgym": Case("popgym:CountRecallEasy", "popgym_arcade", {"partial_obs": True}, 126, 400, 2),
 }
 
 
@@ -141,7 +145,31 @@ def pgx_api(case: Case):
     return reset, step
 
 
-SUITE_APIS = {"jumanji": jumanji_api, "xland": xland_api, "navix": navix_api, "pgx": pgx_api}
+def popgym_api(case: Case):
+    import popgym_arcade
+
+    env, params = popgym_arcade.make(case.env_id.removeprefix("popgym:"), **case.kwargs)
+    everything = jnp.ones(5, bool)
+
+    def reset(key):
+        obs, state = env.reset_env(key, params)
+        return state, obs.astype(jnp.float32) / 255.0, everything
+
+    def step(key, state, action):
+        obs, state, reward, done, info = env.step_env(key, state, action, params)
+        obs = obs.astype(jnp.float32) / 255.0
+        return state, obs, reward, done, done & ~info["truncated"], everything
+
+    return reset, step
+
+
+SUITE_APIS = {
+    "jumanji": jumanji_api,
+    "xland": xland_api,
+    "navix": navix_api,
+    "pgx": pgx_api,
+    "popgym": popgym_api,
+}
 
 
 def pick(key: jax.Array, legal: jax.Array, legal_only: bool) -> jax.Array:
@@ -341,6 +369,17 @@ BAD_CONFIGS = {
         ),
         ({"id": "pgx:2048", "reset_ratio": 2}, "env.reset_ratio: 2 is for Craftax envs only"),
     ],
+    "popgym": [
+        ({"id": "popgym:CountRecallEasey"}, "did you mean popgym:CountRecallEasy"),
+        (
+            {"id": "popgym:CountRecallEasy", "kwargs": {"partial_ob": True}},
+            "env.kwargs.partial_ob: .*did you mean partial_obs",
+        ),
+        (
+            {"id": "popgym:CountRecallEasy", "kwargs": {"obs_size": 64}},
+            "env.kwargs.obs_size: 64 is not one of POPGym Arcade's frame sizes: 128, 256",
+        ),
+    ],
 }
 
 
@@ -373,3 +412,16 @@ def test_a_suite_without_its_extra_says_which_command_installs_it(monkeypatch):
     with pytest.raises(ConfigError, match="needs the Navix package.*`uv sync --extra navix`"):
         check_env_config(EnvConfig(id="navix:Navix-Empty-5x5-v0"))
     assert suites.suite_ids(suites.suite_of("navix:x")) == []
+
+
+def test_popgym_partial_obs_hides_what_the_full_frame_shows():
+    """The same game, keys and actions: the POMDP's frames differ from the MDP's, its
+    rewards and ends do not."""
+    pytest.importorskip("popgym_arcade")
+    case = CASES["popgym"]
+    keys = jax.random.split(jax.random.key(3), 13)
+    full = adapter_rollout(dataclasses.replace(case, kwargs={}, steps=12), keys)
+    partial = adapter_rollout(dataclasses.replace(case, steps=12), keys)
+    np.testing.assert_array_equal(full["reward"], partial["reward"])
+    np.testing.assert_array_equal(full["terminated"], partial["terminated"])
+    assert not np.array_equal(full["obs"], partial["obs"])

@@ -1,6 +1,6 @@
 """The other JAX env suites, each behind an id prefix and an optional extra:
 ``jumanji:Snake-v1``, ``xland:MiniGrid-Empty-5x5``, ``navix:Navix-Empty-5x5-v0``,
-``pgx:2048``.
+``pgx:2048``, ``popgym:CountRecallEasy``.
 
 Each suite has one adapter module (``envs/<suite>_env.py``) that maps its API onto
 ``from_single`` (``envs/single.py``): its reset and step for one env, its legal-action
@@ -62,6 +62,14 @@ SUITES = (
     ),
     Suite("Navix", "navix:", "navix", "navix", "nnxrl.envs.navix_env", "Navix-Empty-8x8-v0"),
     Suite("Pgx", "pgx:", "pgx", "pgx", "nnxrl.envs.pgx_env", "2048"),
+    Suite(
+        "POPGym Arcade",
+        "popgym:",
+        "popgym",
+        "popgym_arcade",
+        "nnxrl.envs.popgym_env",
+        "CountRecallEasy",
+    ),
 )
 
 
