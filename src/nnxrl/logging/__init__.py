@@ -113,11 +113,12 @@ def make_logger(
     mlflow_run_id: str | None = None,
     start_update: int = 0,
 ) -> MetricLogger:
-    """metrics.jsonl, the records in memory (``RunResult.metrics``), then each
-    configured backend that starts, then ``extra``.
+    """metrics.jsonl (``RunResult.metrics`` reads it back), then each configured
+    backend that starts, then ``extra``; with no ``out_dir``, the records in memory
+    instead of the file.
     On resume, ``mlflow_run_id`` is the MLflow run to continue and ``start_update``
     the update the run starts from."""
-    from nnxrl.logging.jsonl import JsonlBackend, read_records
+    from nnxrl.logging.jsonl import JsonlBackend
     from nnxrl.logging.memory import MemoryBackend
 
     if out_dir is None:  # nothing is written
@@ -130,9 +131,7 @@ def make_logger(
             quiet=not console,
         )
     out_dir = Path(out_dir)
-    earlier = read_records(out_dir / "metrics.jsonl") if start_update else []
-    resumed_after = [r for r in earlier if r["update"] <= start_update]
-    backends: list[Backend] = [JsonlBackend(out_dir, start_update), MemoryBackend(resumed_after)]
+    backends: list[Backend] = [JsonlBackend(out_dir, start_update)]
     for name in config.logging.backends:
         if name == "console" and not console:
             continue

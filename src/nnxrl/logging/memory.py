@@ -1,5 +1,6 @@
-"""In-memory backend: keeps every record of the run, from which ``nnxrl.train`` gives
-``RunResult.metrics`` (a resumed run's starts with the records it resumed after)."""
+"""In-memory backend: keeps every record of a run that writes no files, from which
+``nnxrl.train`` gives ``RunResult.metrics`` (a run with files reads them back from its
+metrics.jsonl instead, keeping none in memory)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from nnxrl.logging.records import LogBatch
 class MemoryBackend:
     name = "memory"
 
-    def __init__(self, earlier: list[dict] | None = None) -> None:
-        self.records: list[dict] = list(earlier or [])
+    def __init__(self) -> None:
+        self.records: list[dict] = []
 
     def open(self) -> None:
         pass

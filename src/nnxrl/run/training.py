@@ -14,6 +14,7 @@ import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -93,12 +94,32 @@ class RunResult:
     # at the end (None if no episode ended), and how many episodes that mean holds
     final_returns: list[float | None] = field(default_factory=list)
     final_episodes: list[int] = field(default_factory=list)
-    # name -> [M, U] per member (seed; in a sweep setting-major, seeds inner) and update
-    # (NaN where undefined), and 'update', 'env_steps' [U]
-    metrics: dict[str, np.ndarray] = field(default_factory=dict)
     # a sweep's (index, values) of each setting it trained, in member order; () otherwise
     settings: tuple = ()
     best_setting: int | None = None  # a sweep's best by final rolling return (exported)
+    # where ``metrics`` comes from: the records a run without files kept in memory,
+    # else None (its out_dir's metrics.jsonl); and whose rows they are
+    records: list[dict] | None = None
+    members: Any = None
+
+    @cached_property
+    def metrics(self) -> dict[str, np.ndarray]:
+        """name -> [M, U] per member (seed; in a sweep setting-major, seeds inner) and
+        update (NaN where undefined), and 'update', 'env_steps' [U]. A run that wrote
+        files keeps none of its records in memory (an endless one would fill it): they
+        are read from its metrics.jsonl here, on first use."""
+        from nnxrl.logging.jsonl import read_records
+
+        records = self.records
+        if records is None and self.out_dir is not None:
+            path = self.out_dir / "metrics.jsonl"
+            if not path.exists():
+                raise FileNotFoundError(
+                    f"RunResult.metrics: {path} is gone (the run wrote its records there and "
+                    "keeps none in memory)"
+                )
+            records = read_records(path)
+        return records_to_arrays(records or [], self.members)
 
     @property
     def params(self) -> Any:
@@ -262,9 +283,10 @@ def result_of(
         env_steps_per_second=steps / max(outcome.seconds, 1e-9),
         final_returns=final_returns,
         final_episodes=final_episodes,
-        metrics=records_to_arrays(logger.memory.records, members_of(config)),
         settings=population.settings(config) if config.is_sweep else (),
         best_setting=ran.best,
+        records=None if logger.memory is None else logger.memory.records,
+        members=members_of(config),
     )
 
 
