@@ -335,16 +335,15 @@ def read_params(directory: Path) -> dict:
     import orbax.checkpoint as ocp
 
     from nnxrl.errors import CheckpointError
-    from nnxrl.store.checkpoint import quiet_if_it_fails
+    from nnxrl.store.checkpoint import first_line, quiet_if_it_fails
 
     try:
         with quiet_if_it_fails(), ocp.StandardCheckpointer() as checkpointer:
             return checkpointer.restore(directory / "params")
     except Exception as e:  # Orbax/tensorstore errors: name the folder, not the internals
-        reason = str(e).splitlines()[0][:200] if str(e) else ""
         raise CheckpointError(
             f"{directory / 'params'} is damaged or incomplete and cannot be read "
-            f"({type(e).__name__}: {reason}). Export the policy again into a new folder: "
+            f"({first_line(e)}). Export the policy again into a new folder: "
             f"`{command('export RUN_DIR --out NEW_DIR')}`"
         ) from e
 

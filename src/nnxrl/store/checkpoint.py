@@ -271,10 +271,9 @@ def read_items(
     try:
         restored = _restore(run_dir, update, ocp.args.Composite(**args))
     except Exception as e:  # Orbax/tensorstore errors: name the checkpoint, not the internals
-        reason = str(e).splitlines()[0][:200] if str(e) else ""
         raise CheckpointError(
             f"checkpoint {where} is damaged or incomplete and cannot be read "
-            f"({type(e).__name__}: {reason}); use an earlier one with "
+            f"({first_line(e)}); use an earlier one with "
             f"--step U (`nnxrl train --resume RUN_DIR --step U`, and eval, render and "
             f"export take it too{_the_others(run_dir, update, name_others)})"
         ) from e
@@ -310,6 +309,13 @@ def _restore(run_dir: str | Path, update: int, args: Any) -> Any:
             return manager.restore(update, args=args)
         finally:
             manager.close()
+
+
+def first_line(e: Exception) -> str:
+    """``Type: the first line of its message`` (at most 200 characters of it): what a
+    reader's error says without its internals."""
+    reason = str(e).splitlines()[0][:200] if str(e) else ""
+    return f"{type(e).__name__}: {reason}"
 
 
 def _the_others(run_dir: str | Path, update: int, name_others: bool) -> str:
