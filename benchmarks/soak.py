@@ -21,7 +21,7 @@ must be byte-identical to the killed run's. The verdicts at the end:
 - threads: the same count at the end as after warm-up;
 - checkpoints on disk: at most ``keep`` (3) at once, and their size;
 - the rate: the slowest row against the median;
-- resume: identical records.
+- resume: identical records, and how long the resume took and its peak memory.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 KEEP = 3
@@ -79,9 +80,9 @@ def start(config: str, run: Path, overrides: list[str]) -> subprocess.Popen:
     return nnxrl_train([config, "--out", str(run), *sets])
 
 
-def nnxrl_train(args: list[str]) -> subprocess.Popen:
+def nnxrl_train(args: list[str], stderr: Any = subprocess.PIPE) -> subprocess.Popen:
     command = [sys.executable, "-m", "nnxrl.cli", "train", *args]
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
 
 
 def watch(process: subprocess.Popen, run: Path, args: argparse.Namespace) -> list[dict]:
@@ -157,26 +158,32 @@ def disk_mib(path: Path, pattern: str = "**/*") -> float:
     return sum(p.stat().st_size for p in path.glob(pattern) if p.is_file()) / 2**20
 
 
-def resumed_same(run: Path, killed: bytes) -> bool:
+def resumed_same(run: Path, killed: bytes) -> dict:
     """Resume the killed run up to its last whole update: the same records, and a stop
-    where --stop-after says (exit 130), not a refusal."""
+    where --stop-after says (exit 130), not a refusal; with the resume's wall time and
+    peak resident memory (its own, from wait4)."""
     killed = killed[: killed.rfind(b"\n") + 1]  # a line cut by the kill is not a record
-    last = json.loads(killed.splitlines()[-1])["update"]
+    last = json.loads(killed[killed.rfind(b"\n", 0, -1) + 1 :])["update"]
     (run.parent / "killed-metrics.jsonl").write_bytes(killed)
-    process = nnxrl_train(["--resume", str(run), "--stop-after", str(last)])
-    _, err = process.communicate()
-    resumed = (run / "metrics.jsonl").read_bytes()
-    same = process.returncode == 130 and resumed[: len(killed)] == killed
+    started = time.monotonic()
+    with open(run.parent / "resume-stderr.txt", "wb") as err:
+        process = nnxrl_train(["--resume", str(run), "--stop-after", str(last)], stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    resume = {"seconds": time.monotonic() - started, "peak": usage.ru_maxrss / 1024}
+    with (run / "metrics.jsonl").open("rb") as f:
+        resume["same"] = process.returncode == 130 and f.read(len(killed)) == killed
     print(
-        f"\nresumed to update {last} (exit {process.returncode}): "
-        f"{'identical' if same else 'DIFFERENT'} records ({len(killed):,} bytes)"
+        f"\nresumed to update {last} (exit {process.returncode}) in {resume['seconds']:.0f} s, "
+        f"peak RSS {resume['peak']:.0f} MiB: "
+        f"{'identical' if resume['same'] else 'DIFFERENT'} records ({len(killed):,} bytes)"
     )
     if process.returncode != 130:
-        print(err.decode()[-2000:])
-    return same
+        print((run.parent / "resume-stderr.txt").read_text()[-2000:])
+    return resume
 
 
-def print_verdicts(samples: list[dict], args: argparse.Namespace, same: bool) -> None:
+def print_verdicts(samples: list[dict], args: argparse.Namespace, resume: dict) -> None:
     warm = [s for s in samples if s["minutes"] >= args.warm_up] or samples[-1:]
     first, last = warm[0], samples[-1]
     hours = max(last["minutes"] - first["minutes"], 1e-9) / 60
@@ -197,7 +204,9 @@ def print_verdicts(samples: list[dict], args: argparse.Namespace, same: bool) ->
             f"| env steps/s | median {statistics.median(rates):,.0f}, slowest "
             f"{min(rates):,.0f} ({min(rates) / statistics.median(rates):.2f}x) |"
         )
-    print(f"| resumed after SIGKILL | {'identical records' if same else 'DIFFERENT records'} |")
+    same = "identical records" if resume["same"] else "DIFFERENT records"
+    print(f"| resumed after SIGKILL | {same} |")
+    print(f"| the resume | {resume['seconds']:.0f} s, peak RSS {resume['peak']:,.0f} MiB |")
 
 
 if __name__ == "__main__":

@@ -4,10 +4,14 @@ checkpoint that does not exist, and paths that cannot be written."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 from nnxrl import config as config_lib
 from nnxrl.errors import CheckpointError, ConfigError
+from nnxrl.logging.jsonl import RecordOrder, records_in_order, truncate_after
+from nnxrl.logging.records import Members
 from nnxrl.run import run_dir
 
 CONFIG = config_lib.from_dict({}, ["total_env_steps=2048", "ppo.num_steps=32"])
@@ -54,3 +58,26 @@ def test_paths_that_cannot_be_written_are_named(tmp_path):
     with pytest.raises(ConfigError, match="--out: .* already holds a run; continue it with"):
         run_dir.fresh_run_dir(held, "--out")
     assert not (tmp_path / "new.json").exists() and a_file.read_text() == "keep"
+
+
+def test_a_long_runs_records_are_checked_and_trimmed_a_line_at_a_time(tmp_path):
+    """An endless run's records outgrow memory, so a resume checks and trims them a line
+    at a time, in place: what Python allocates stays far below the files' size, and
+    the whole records before the cut keep their bytes (a record whose newline a kill
+    cut off gets it back; a cut-short line is dropped)."""
+    padding = "x" * 200
+    lines = [f'{{"update": {u}, "seed": 0, "note": "{padding}"}}\n' for u in range(1, 40_001)]
+    records = "".join(lines)
+    (tmp_path / "metrics.jsonl").write_text(records + '{"update": 40001, "se')
+    (tmp_path / "metrics_aggregate.jsonl").write_text(records[:-1])  # its newline cut off
+    tracemalloc.start()
+    order = records_in_order(tmp_path / "metrics.jsonl", Members(num_seeds=1))
+    truncate_after(tmp_path, 40_000, 1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert order == RecordOrder(40_000)
+    assert len(records) > 9_000_000 and peak < 1_000_000
+    assert (tmp_path / "metrics.jsonl").read_text() == records
+    assert (tmp_path / "metrics_aggregate.jsonl").read_text() == records
+    truncate_after(tmp_path, 3, 1)
+    assert (tmp_path / "metrics.jsonl").read_text() == "".join(lines[:3])

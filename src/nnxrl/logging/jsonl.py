@@ -17,6 +17,7 @@ checkpoint, from which ``--resume`` writes them back.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -74,49 +75,63 @@ class RecordOrder:
 
 
 def records_in_order(path: Path, members: Members) -> RecordOrder:
-    """Check ``path`` against the order the logger writes (see ``RecordOrder``)."""
-    lines = path.read_text(errors="replace").splitlines() if path.exists() else []
-    for number, line in enumerate(lines, 1):
-        update, row = divmod(number - 1, members.count)
-        complete = update  # updates 1..update are whole before this line
-        try:
-            record = json.loads(line)
-            got = (record["update"], members.row(record))
-        except json.JSONDecodeError:
-            if number == len(lines):  # a line cut short by a killed process
-                return RecordOrder(complete)
-            return RecordOrder(complete, "not a complete JSON record", number)
-        except (KeyError, TypeError, ValueError):
-            return RecordOrder(complete, "not a record of this run (no update or seed)", number)
-        if got != (update + 1, row):
-            who = f"update {got[0]}, member {got[1]}"
-            problem = f"{who} where update {update + 1}, member {row} belongs"
-            if got[0] <= update:
-                problem = f"{who} again (a duplicate or a record out of order)"
-            return RecordOrder(complete, problem, number)
-    return RecordOrder(len(lines) // members.count)
+    """Check ``path`` against the order the logger writes (see ``RecordOrder``), a
+    line at a time: an endless run's records can outgrow memory."""
+    if not path.exists():
+        return RecordOrder(0)
+    number = 0
+    with path.open("rb") as lines:
+        for number, line in enumerate(lines, 1):
+            update, row = divmod(number - 1, members.count)
+            complete = update  # updates 1..update are whole before this line
+            try:
+                record = json.loads(line.decode(errors="replace"))
+                got = (record["update"], members.row(record))
+            except json.JSONDecodeError:
+                if not lines.readline():  # the last line, cut short by a killed process
+                    return RecordOrder(complete)
+                return RecordOrder(complete, "not a complete JSON record", number)
+            except (KeyError, TypeError, ValueError):
+                return RecordOrder(complete, "not a record of this run (no update or seed)", number)
+            if got != (update + 1, row):
+                who = f"update {got[0]}, member {got[1]}"
+                problem = f"{who} where update {update + 1}, member {row} belongs"
+                if got[0] <= update:
+                    problem = f"{who} again (a duplicate or a record out of order)"
+                return RecordOrder(complete, problem, number)
+    return RecordOrder(number // members.count)
 
 
 def truncate_after(out_dir: str | Path, update: int, num_members: int) -> None:
     """Keep the records of updates 1..``update`` in both files (``num_members`` lines
     an update in metrics.jsonl, one in the aggregates; the lines before are in order,
     ``records_in_order``) and drop the rest: later updates, a cut-short line, a
-    duplicate. A resumed run then appends exactly where its checkpoint left off."""
+    duplicate. A resumed run then appends exactly where its checkpoint left off. The
+    files are cut in place, read a line at a time: a long run's records need neither
+    memory nor free disk to be trimmed. StorageError if a file cannot be cut."""
     from nnxrl.store import own_files
 
     for name, per_update in zip(RECORD_FILES, (num_members, 1), strict=True):
         path = Path(out_dir) / name
-        if not path.exists():
-            continue
-        kept = []
-        for line in path.read_text(errors="replace").splitlines()[: update * per_update]:
+        if path.exists():
+            size, unended = kept_size(path, update * per_update, update)
+            own_files.cut(path, size, b"\n" if unended else b"")
+
+
+def kept_size(path: Path, most_lines: int, update: int) -> tuple[int, bool]:
+    """The bytes of ``path``'s first lines (at most ``most_lines``) that are whole
+    records of updates <= ``update``, and whether the last of them lacks its newline
+    (the kill came between a record and its newline)."""
+    size, unended = 0, False
+    with path.open("rb") as lines:
+        for line in itertools.islice(lines, most_lines):
             try:
-                if json.loads(line)["update"] > update:
+                if json.loads(line.decode(errors="replace"))["update"] > update:
                     break
             except (json.JSONDecodeError, KeyError, TypeError):
                 break
-            kept.append(line + "\n")
-        own_files.write_text(path, "".join(kept))
+            size, unended = size + len(line), not line.endswith(b"\n")
+    return size, unended
 
 
 class JsonlBackend:

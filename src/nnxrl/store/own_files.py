@@ -89,6 +89,31 @@ def write_text(path: str | Path, text: str) -> None:
         ) from None
 
 
+def cut(path: str | Path, size: int, tail: bytes = b"") -> None:
+    """Cut ``path`` in place to its first ``size`` bytes, then write ``tail`` there (a
+    link at ``path`` is refused, never followed). Nothing is written when the file
+    already is exactly that. StorageError if it fails."""
+    path = Path(path)
+    refuse_link(path)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        try:
+            if os.fstat(fd).st_size == size and not tail:
+                return
+            os.ftruncate(fd, size)
+            os.lseek(fd, size, os.SEEK_SET)
+            view = memoryview(tail)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise StorageError(
+            f"could not cut {path} back to its first {size:,} bytes ({e.strerror or e}); "
+            "free space or make it writable, then run again"
+        ) from None
+
+
 def check_replaceable(directory: str | Path, what: str, *, run_owned: bool = False) -> None:
     """A ConfigError unless ``directory`` is missing, empty or a policy nnxrl saved and
     nobody changed since: every file in it listed in its manifest with the digest of
