@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import tracemalloc
 import urllib.request
 
 import numpy as np
@@ -284,3 +285,38 @@ def test_a_tracking_server_that_never_returns_is_said_once_and_blocks_nothing(ca
     assert err.count(f"the MLflow server {uri} is unreachable") == 1, err
     assert err.count("did not come back: 3 updates' points were not sent") == 1, err
     assert "train --resume" in err and "runs/never" in err
+
+
+def test_a_long_runs_earlier_records_reach_mlflow_a_few_at_a_time(tmp_path):
+    """A tracker that meets a resumed run's earlier updates (a new MLflow run, a store
+    made again) reads them from the record files a batch at a time: what Python
+    allocates while they are sent stays far below the files' size, and every logged
+    update arrives, once, in order."""
+    from mlflow import MlflowClient
+
+    from nnxrl.logging.mlflow_tracker import MlflowBackend
+    from nnxrl.logging.run_info import is_logged, logged_updates
+
+    out, updates = tmp_path / "runs" / "long", 30_000
+    out.mkdir(parents=True)
+    record = {"seed": 0} | {f"metric_{i}": 0.5 for i in range(30)}
+    aggregate = {f"metric_{i}/mean": 0.5 for i in range(30)}
+    for name, row in (("metrics.jsonl", record), ("metrics_aggregate.jsonl", aggregate)):
+        lines = (
+            json.dumps({"update": u, "env_steps": 64 * u, **row}) + "\n"
+            for u in range(1, updates + 1)
+        )
+        (out / name).write_text("".join(lines))
+    backend = MlflowBackend(out, {}, None, "e", "long", num_updates=updates)
+    backend.open()
+    backend.start_update = updates
+    tracemalloc.start()
+    backend._resend_records()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    backend.close("finished")
+    assert peak < (out / "metrics.jsonl").stat().st_size, peak  # reading it whole: 12x
+    client = MlflowClient(tracking_uri=local_store_uri(out))
+    steps = [m.step for m in client.get_metric_history(backend.run_id, "metric_0")]
+    stride = logged_updates(updates, 200)
+    assert steps == [64 * u for u in range(1, updates + 1) if is_logged(u, updates, stride)]

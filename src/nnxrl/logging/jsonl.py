@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,28 +38,55 @@ def read_records(path: Path, *, live: bool = False) -> list[dict]:
     ``update`` is a ValueError naming the file and line (a run cut short mid-line is
     trimmed by --resume, not here). ``live``: a run still writes the file, so a last
     line not yet ended by a newline is one being written, left out."""
-    records = []
+    return list(iter_records(path, live=live))
+
+
+def iter_records(path: Path, *, live: bool = False) -> Iterator[dict]:
+    """``read_records`` a line at a time: what a long run's files need."""
     if not path.exists():
-        return records
-    text = path.read_text(errors="replace")
-    lines = text.splitlines()
-    if live and lines and not text.endswith("\n"):
-        lines = lines[:-1]
-    for number, line in enumerate(lines, 1):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            raise ValueError(
-                f"{path}, line {number}: not a complete JSON record (was the run killed "
-                f"while writing it? `{command('train --resume')}` trims such a line)"
-            ) from None
-        if not isinstance(record, dict) or not isinstance(record.get("update"), int):
-            raise ValueError(
-                f"{path}, line {number}: not an nnxrl record (a JSON object with an integer "
-                f"'update'); got {line[:80]!r}"
-            )
-        records.append(record)
-    return records
+        return
+    with path.open("rb") as lines:
+        for number, line in enumerate(lines, 1):
+            if live and not line.endswith(b"\n"):
+                return  # the line being written
+            yield parse_record(path, number, line.decode(errors="replace"))
+
+
+def parse_record(path: Path, number: int, line: str) -> dict:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        raise ValueError(
+            f"{path}, line {number}: not a complete JSON record (was the run killed "
+            f"while writing it? `{command('train --resume')}` trims such a line)"
+        ) from None
+    if not isinstance(record, dict) or not isinstance(record.get("update"), int):
+        raise ValueError(
+            f"{path}, line {number}: not an nnxrl record (a JSON object with an integer "
+            f"'update'); got {line[:80]!r}"
+        )
+    return record
+
+
+def batches_through(out_dir: str | Path, update: int, most: int = 1_000) -> Iterator[LogBatch]:
+    """The records of updates 1..``update`` in both files, as LogBatches of whole
+    updates (about ``most`` lines each): what a tracker sends of a resumed run's
+    earlier updates, read a line at a time, never the whole files at once."""
+    records = iter_records(Path(out_dir) / "metrics.jsonl")
+    aggregates = iter_records(Path(out_dir) / "metrics_aggregate.jsonl")
+    batch, pending = LogBatch(records=[], aggregates=[], sps=None, elapsed=0.0), None
+    for aggregate in itertools.takewhile(lambda a: a["update"] <= update, aggregates):
+        batch.aggregates.append(aggregate)
+        for record in itertools.chain([pending] if pending else [], records):
+            pending = record if record["update"] > aggregate["update"] else None
+            if pending:
+                break
+            batch.records.append(record)
+        if len(batch.records) + len(batch.aggregates) >= most:
+            yield batch
+            batch = LogBatch(records=[], aggregates=[], sps=None, elapsed=0.0)
+    if batch.aggregates:
+        yield batch
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from nnxrl.hints import command
-from nnxrl.logging.jsonl import RECORD_FILES, read_records
+from nnxrl.logging.jsonl import batches_through
 from nnxrl.logging.logger import brief
 from nnxrl.logging.records import LogBatch, metric_items
 from nnxrl.logging.run_info import is_logged, logged_updates
@@ -370,13 +370,9 @@ class MlflowBackend:
     def _resend_records(self) -> None:
         """Send what metrics.jsonl holds up to the start and the run lacks: all of it
         to a new run, the tail a stop during the flush left unsent to a continued one."""
-        records, aggregates = (
-            [r for r in read_records(self.out_dir / name) if r["update"] <= self.start_update]
-            for name in RECORD_FILES
-        )
-        if records:
-            self.write(LogBatch(records=records, aggregates=aggregates, sps=None, elapsed=0.0))
-            self.skip_through = max(self.skip_through, aggregates[-1]["env_steps"])
+        for batch in batches_through(self.out_dir, self.start_update):
+            self.write(batch)
+            self.skip_through = max(self.skip_through, batch.aggregates[-1]["env_steps"])
 
     def write(self, batch: LogBatch) -> None:
         if not self.local:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from nnxrl.logging.jsonl import RECORD_FILES, read_records
+from nnxrl.logging.jsonl import batches_through
 from nnxrl.logging.records import LogBatch, metric_items, series_prefix
 from nnxrl.logging.run_info import is_logged, logged_updates
 
@@ -67,12 +67,8 @@ class TensorboardBackend:
             self._text("config", yaml.safe_dump(self.config_dict, sort_keys=False), step=0)
             self._text("tags", "\n".join(f"{k}: {v}" for k, v in self.tags.items()), step=0)
         if self.start_update > 0 and not had_events:
-            records, aggregates = (
-                [r for r in read_records(self.out_dir / n) if r["update"] <= self.start_update]
-                for n in RECORD_FILES
-            )
-            if records:
-                self.write(LogBatch(records=records, aggregates=aggregates, sps=None, elapsed=0.0))
+            for batch in batches_through(self.out_dir, self.start_update):
+                self.write(batch)
 
     def write(self, batch: LogBatch) -> None:
         per_seed = self.num_seeds > 1
