@@ -88,6 +88,16 @@ CASES = {
         ],
         2,
     ),
+    "CartPole-v1 DQN, 4 seeds (its learning test's)": (
+        "configs/dqn-cartpole.yaml",
+        [
+            "num_seeds=4",
+            "dqn.learning_starts=100",
+            "logging.updates_per_chunk=500",
+            "logging.backends=[]",
+        ],
+        2,
+    ),
     "CartPole-v1 PQN, 1 seed": (
         "configs/pqn-cartpole.yaml",
         ["logging.updates_per_chunk=61", "logging.backends=[]"],

@@ -1,12 +1,13 @@
-"""Fingerprints of the records of four small runs, for checking that a change of the
+"""Fingerprints of the records of six small runs, for checking that a change of the
 code's structure changes no number: run it before and after, and compare the tables.
 
     uv run python benchmarks/same_records.py [OUT_DIR]
 
 Runs (each through the CLI, as a user would): PPO on CartPole (2 seeds, 100
-updates), PQN on CartPole (40 updates), and tiny Craftax-Classic-Symbolic runs of
-PPO with RND and of PPO with a GRU. Prints one row per run: the update count and the
-SHA-256 of its ``metrics.jsonl``.
+updates), PQN on CartPole (40 updates), tiny Craftax-Classic-Symbolic runs of PPO
+with RND and of PPO with a GRU, DQN on CartPole (2 seeds, 500 gradient steps on
+3-step returns) and SAC on Pendulum (2 seeds, 744 gradient steps). Prints one row per
+run: the update count and the SHA-256 of its ``metrics.jsonl``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ RUNS = {
         "configs/ppo-rnn-craftax-classic-symbolic.yaml",
         [*TINY_CRAFTAX, "ppo.num_minibatches=2"],
     ),
+    "dqn-cartpole": (
+        "configs/dqn-cartpole.yaml",
+        ["num_seeds=2", "total_env_steps=6000", "dqn.learning_starts=1000"],
+    ),
+    "sac-pendulum": ("configs/sac-pendulum.yaml", ["num_seeds=2", "total_env_steps=1000"]),
 }
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from nnxrl import config as config_lib
 from nnxrl.algos.dqn import bootstrapped_targets
-from nnxrl.algos.replay import Stored, n_step_targets
+from nnxrl.algos.replay import Stored, bootstrap_steps, n_step_targets
 
 G = 0.9
 
@@ -41,8 +41,13 @@ def test_n_step_targets_stop_at_an_episodes_end_and_bootstrap_only_past_a_time_l
         truncated=[[no, no, no], [no, no, no], [no, yes, no]],
         rewards=[[[1, 10]] * 3] * 3,  # [N, n, K]: two streams
     )
-    values = jnp.broadcast_to(jnp.asarray([[[5.0, 50.0], [6.0, 60.0], [7.0, 70.0]]]), (3, 3, 2))
-    targets = np.asarray(n_step_targets(sample, values, jnp.asarray([G, G]), (True, False)))
+    steps = bootstrap_steps(sample, (True, False))  # [N, K]: where each stream stops
+    np.testing.assert_array_equal(steps, [[2, 2], [1, 2], [1, 2]])
+    values = jnp.asarray([[5.0, 50.0], [6.0, 60.0], [7.0, 70.0]])  # [n, K] at every step
+    next_values = values[steps, jnp.arange(2)]  # [N, K]: each stream's at its own step
+    targets = np.asarray(
+        n_step_targets(sample, steps, next_values, jnp.asarray([G, G]), (True, False))
+    )
     np.testing.assert_allclose(
         targets[:, 0],
         [1 + G + G**2 + G**3 * 7, 1 + G, 1 + G + G**2 * 6],  # full; terminated; truncated
@@ -65,6 +70,28 @@ def test_the_bootstrap_never_picks_an_action_illegal_at_the_next_observation():
         s.episodic = (True,)
         got = bootstrapped_targets(lambda obs: q_online, lambda obs: q_target, sample, hp, s)
         assert float(got[0, 0]) == pytest.approx(G * value), double
+
+
+def test_the_networks_value_only_each_streams_bootstrap_observation():
+    """A run of 3 steps ended at its second: the target is bootstrapped from that
+    step's next observation, and the networks see [N, K] observations, not [N, n]."""
+    no, yes = False, True
+    sample = runs([[no, no, no], [no, no, yes]], [[no, no, no], [no, no, no]], [[[0.0]] * 3] * 2)
+    sample = sample._replace(next_obs=jnp.asarray([[[1.0], [2.0], [3.0]], [[4.0], [5.0], [6.0]]]))
+    seen = []
+
+    def network(obs):  # Q of either action: 10 x the observation
+        seen.append(obs.shape)
+        return jnp.broadcast_to(10 * obs[..., None, :], (*obs.shape[:-1], 1, 2))
+
+    hp = SimpleNamespace(extrinsic_coef=1.0, intrinsic_coef=0.0, gamma=G, intrinsic_gamma=G)
+    s = SimpleNamespace(settings=SimpleNamespace(double=True), num_streams=1, episodic=(False,))
+    got = bootstrapped_targets(network, network, sample, hp, s)
+    np.testing.assert_allclose(got[:, 0], [G**3 * 30, G**3 * 60], rtol=1e-6)  # not episodic
+    s.episodic = (True,)
+    got = bootstrapped_targets(network, network, sample, hp, s)
+    np.testing.assert_allclose(got[:, 0], [G**3 * 30, 0.0], rtol=1e-6)  # terminated: none
+    assert set(seen) == {(2, 1, 1)}, seen
 
 
 def test_dqn_takes_discrete_actions_and_feed_forward_networks_by_name():

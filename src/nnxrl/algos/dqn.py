@@ -35,7 +35,7 @@ from nnxrl.algos.intrinsic_streams import stream_gammas, stream_weights
 from nnxrl.algos.off_policy import Memory, OffPolicy, make_off_policy
 from nnxrl.algos.on_policy import Algorithm
 from nnxrl.algos.pqn import Plan, act, plan
-from nnxrl.algos.replay import Stored, n_step_targets
+from nnxrl.algos.replay import Stored, at_steps, bootstrap_steps, n_step_targets
 from nnxrl.algos.settings import DQNSettings, RunFacts
 from nnxrl.envs import VecEnv
 from nnxrl.networks import acting_values
@@ -70,17 +70,19 @@ def dqn_loss(
 def bootstrapped_targets(
     model: Any, target_model: Any, sample: Stored, hp: Hyperparams, s: Any
 ) -> jax.Array:
-    """n-step targets [N, K]: each step's next observation valued by the target
-    network at the action the online (double) or the target network picks among the
-    legal ones."""
+    """n-step targets [N, K]: each stream's bootstrap step's next observation
+    (``replay.bootstrap_steps``) valued by the target network at the action the
+    online (double) or the target network picks among the legal ones."""
     weights = stream_weights(hp, s.num_streams)
-    next_target = target_model(sample.next_obs)  # [N, n, K, A]
-    chooser = model(sample.next_obs) if s.settings.double else next_target
-    legal = None if isinstance(sample.next_legal, tuple) else sample.next_legal
-    best = masked_argmax(acting_values(chooser, weights), legal)  # [N, n]
-    next_values = take(next_target, best)  # [N, n, K]
+    steps = bootstrap_steps(sample, s.episodic)  # [N, K]
+    next_obs = at_steps(sample.next_obs, steps)  # [N, K, ...]
+    next_target = target_model(next_obs)  # [N, K, K, A]
+    chooser = model(next_obs) if s.settings.double else next_target
+    legal = None if isinstance(sample.next_legal, tuple) else at_steps(sample.next_legal, steps)
+    best = masked_argmax(acting_values(chooser, weights), legal)  # [N, K]
+    next_values = jnp.diagonal(take(next_target, best), axis1=1, axis2=2)  # stream k's own
     gammas = stream_gammas(hp, s.num_streams)
-    return n_step_targets(sample, next_values, gammas, s.episodic)
+    return n_step_targets(sample, steps, next_values, gammas, s.episodic)
 
 
 def take(q: jax.Array, action: jax.Array) -> jax.Array:

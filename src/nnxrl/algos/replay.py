@@ -62,39 +62,59 @@ def stored_transitions(trajectory: Any, final: Any, rewards: jax.Array) -> Store
     return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), stored)
 
 
+def bootstrap_steps(sample: Stored, episodic: tuple[bool, ...]) -> jax.Array:
+    """Each stream's bootstrap step j [N, K] of sampled runs [N, n]: the first step
+    whose episode ended, else the last; a stream that is not episodic (``episodic``
+    False) runs on to the last step. Only the next observation of step j is valued,
+    so a loss runs its networks on [N, K] observations, not on all [N, n]."""
+    n = sample.terminated.shape[1]
+    ended = jnp.logical_or(sample.terminated, sample.truncated)  # [N, n]
+    first_end = jnp.where(ended.any(axis=1), jnp.argmax(ended, axis=1), n - 1)  # [N]
+    last = jnp.full_like(first_end, n - 1)
+    return jnp.stack([first_end if cut else last for cut in episodic], axis=-1)
+
+
+def at_steps(x: jax.Array, steps: jax.Array) -> jax.Array:
+    """``x`` [N, n, ...] at each stream's step ``steps`` [N, K] -> [N, K, ...]."""
+    return x[jnp.arange(x.shape[0])[:, None], steps]
+
+
 def n_step_targets(
-    sample: Stored, next_values: jax.Array, gammas: jax.Array, episodic: tuple[bool, ...]
+    sample: Stored,
+    steps: jax.Array,
+    next_values: jax.Array,
+    gammas: jax.Array,
+    episodic: tuple[bool, ...],
 ) -> jax.Array:
-    """Targets [N, K] of sampled runs of n steps ``sample`` [N, n, ...], with
-    ``next_values`` [N, n, K] the bootstrap value of each step's next observation and
-    ``gammas`` [K] the streams' discounts: G = sum_{i<=j} g^i r_i + g^(j+1) v_j, where
-    j is the first step whose episode ended, else the last. An episodic stream stops
-    there and does not bootstrap after a termination (a truncation bootstraps from
-    its final observation); a stream that is not episodic runs on to the last step."""
+    """Targets [N, K] of sampled runs of n steps ``sample`` [N, n, ...], with ``steps``
+    [N, K] each stream's bootstrap step j (``bootstrap_steps``), ``next_values`` [N, K]
+    the value of step j's next observation and ``gammas`` [K] the streams' discounts:
+    G = sum_{i<=j} g^i r_i + g^(j+1) v_j. An episodic stream does not bootstrap after
+    a termination (a truncation bootstraps from its final observation)."""
     return jnp.stack(
         [
             stream_target(
-                sample, sample.reward[..., k], next_values[..., k], gammas[k], cut_at_ends
+                sample, sample.reward[..., k], steps[:, k], next_values[:, k], gammas[k], cut
             )
-            for k, cut_at_ends in enumerate(episodic)
+            for k, cut in enumerate(episodic)
         ],
         axis=-1,
     )
 
 
 def stream_target(
-    sample: Stored, rewards: jax.Array, next_values: jax.Array, gamma: Any, cut_at_ends: bool
+    sample: Stored,
+    rewards: jax.Array,
+    last: jax.Array,
+    next_value: jax.Array,
+    gamma: Any,
+    cut_at_ends: bool,
 ) -> jax.Array:
-    """One stream's n-step targets [N] from its rewards and next values [N, n]."""
-    n = rewards.shape[1]
-    ended = jnp.logical_or(sample.terminated, sample.truncated)  # [N, n]
-    if not cut_at_ends:
-        ended = jnp.zeros_like(ended)
-    last = jnp.where(ended.any(axis=1), jnp.argmax(ended, axis=1), n - 1)  # [N]
-    steps = jnp.arange(n)
+    """One stream's n-step targets [N] from its rewards [N, n], its bootstrap steps
+    ``last`` [N] and the next values there [N]."""
+    steps = jnp.arange(rewards.shape[1])
     live = (steps[None, :] <= last[:, None]).astype(rewards.dtype)  # [N, n]
     returns = (live * rewards * gamma ** steps.astype(rewards.dtype)).sum(axis=1)
-    take = jnp.arange(rewards.shape[0])
-    terminal = jnp.logical_and(sample.terminated[take, last], cut_at_ends)
-    bootstrap = jnp.where(terminal, 0.0, next_values[take, last])
+    terminal = jnp.logical_and(sample.terminated[jnp.arange(rewards.shape[0]), last], cut_at_ends)
+    bootstrap = jnp.where(terminal, 0.0, next_value)
     return returns + gamma ** (last + 1).astype(rewards.dtype) * bootstrap

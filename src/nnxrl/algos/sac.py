@@ -39,7 +39,7 @@ from nnxrl.algos.hyperparams import hyperparams_type
 from nnxrl.algos.intrinsic_streams import stream_gammas, stream_weights
 from nnxrl.algos.off_policy import Memory, OffPolicy, make_off_policy
 from nnxrl.algos.on_policy import Algorithm
-from nnxrl.algos.replay import Stored, n_step_targets
+from nnxrl.algos.replay import Stored, at_steps, bootstrap_steps, n_step_targets
 from nnxrl.algos.settings import RunFacts, SACSettings
 from nnxrl.envs import VecEnv
 from nnxrl.types import RunState
@@ -114,15 +114,18 @@ def soft_targets(
     hp: Hyperparams,
     s: Any,
 ) -> jax.Array:
-    """n-step soft targets [N, K]: each step's next observation valued by the lesser
-    target critic at a fresh action of the actor, less alpha times its
-    log-probability in the extrinsic stream."""
-    next_action, next_log_prob = model.distribution(sample.next_obs).sample_and_log_prob(key)
-    next_q = target_model.q(sample.next_obs, next_action).min(axis=0)  # [N, n, K]
+    """n-step soft targets [N, K]: each stream's bootstrap step's next observation
+    (``replay.bootstrap_steps``) valued by the lesser target critic at a fresh action
+    of the actor, less alpha times its log-probability in the extrinsic stream."""
+    steps = bootstrap_steps(sample, s.episodic)  # [N, K]
+    next_obs = at_steps(sample.next_obs, steps)  # [N, K, ...]
+    next_action, next_log_prob = model.distribution(next_obs).sample_and_log_prob(key)
+    next_q = target_model.q(next_obs, next_action).min(axis=0)  # [N, K, K]
     entropy = jnp.zeros(s.num_streams).at[0].set(1.0)  # the extrinsic stream's
     next_values = next_q - alpha * next_log_prob[..., None] * entropy
+    next_values = jnp.diagonal(next_values, axis1=1, axis2=2)  # stream k's own
     gammas = stream_gammas(hp, s.num_streams)
-    return n_step_targets(sample, next_values, gammas, s.episodic)
+    return n_step_targets(sample, steps, next_values, gammas, s.episodic)
 
 
 def summary(trajectory: Any, memory: Memory, plan: Plan, s: Any) -> dict:
