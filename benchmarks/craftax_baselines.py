@@ -41,6 +41,16 @@ this env code could reach.
 annealed and time limits bootstrapped, nothing else; init and one update compiled as
 two programs, a mark after each update). Its rate and first update over the
 baselines' bound what a PPO written in JAX reaches here.
+
+``--learn STEPS`` compares what the two learn instead (the Craftax-1M budget is
+``--learn 1e6``): each side trains once for STEPS env steps at the settings above
+(seed 0 each), both at once, one core each; the table gives the mean episode
+return over the last 10 % of updates, as a percent of Craftax's maximum (226, as the
+Craftax scoreboard reports it), Crafter's score over the same updates (the geometric
+mean of 1 + each achievement's success rate in percent, less 1), the achievements
+reached by at least 1 % of episodes, and the wall time. Both record the same
+quantities per update: the mean return and each achievement's rate over the
+episodes that ended in it.
 """
 
 from __future__ import annotations
@@ -75,11 +85,16 @@ HOW_TO_GET = (
 def main() -> None:
     args = parse_args()
     if args.worker:
-        marks = run_worker(args)
-        print("RESULT " + json.dumps({"started": STARTED, "marks": marks, "rss": peak_rss_mib()}))
+        records: list[dict] = []
+        marks = run_worker(args, records)
+        result = {"started": STARTED, "marks": marks, "rss": peak_rss_mib(), "records": records}
+        print("RESULT " + json.dumps(result))
         return
     if args.baselines is None or not (Path(args.baselines) / "ppo.py").is_file():
         sys.exit(HOW_TO_GET)
+    if args.learn:
+        compare_learning(args)
+        return
     print(f"{args.env}: {NUM_ENVS} envs x {NUM_STEPS} steps, {args.updates} updates, cold")
     print("| kind | side | rep | env steps/s | first update s | peak RSS MiB |")
     print("|---|---|---:|---:|---:|---:|", flush=True)
@@ -113,6 +128,11 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="add the least PPO program (benchmarks/ppo_floor.py, ppo_rnn_floor.py) as a side",
     )
+    parser.add_argument(
+        "--learn",
+        type=lambda x: int(float(x)),
+        help="compare learning over this many env steps instead (1e6: Craftax-1M)",
+    )
     parser.add_argument("--worker", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--worker-kind", choices=tuple(SCRIPTS), help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -134,19 +154,8 @@ def measure_kind(args: argparse.Namespace, kind: str) -> dict[str, list[dict]]:
 
 def measure(args: argparse.Namespace, side: str, kind: str) -> dict:
     """One fresh worker: its steady env steps/s, first update time and peak RSS."""
-    command = ["uv", "run"]
-    if side == "baselines":
-        command += ["--with", "distrax", "--with", "chex"]
-    command += ["python", str(HERE), f"--worker={side}", "--worker-kind", kind]
-    command += ["--env", args.env, "--updates", str(args.updates)]
-    command += ["--baselines", str(Path(args.baselines).resolve())]
-    command += [f"--set={o}" for o in args.set] + ([f"--ynn={args.ynn}"] if args.ynn else [])
-    env = {**os.environ, "WANDB_MODE": "disabled", "WANDB_SILENT": "true"}
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    lines = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
-    if done.returncode != 0 or not lines:
-        sys.exit(f"{side} {kind} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    result = json.loads(lines[-1].removeprefix("RESULT "))
+    done = subprocess.run(**worker(args, side, kind), capture_output=True, text=True)
+    result = worker_result(done.returncode, done.stdout, done.stderr, side, kind)
     marks = result["marks"]
     between = [b - a for a, b in zip(marks, marks[1:], strict=False)]
     return {
@@ -154,6 +163,74 @@ def measure(args: argparse.Namespace, side: str, kind: str) -> dict:
         "first": marks[0] - result["started"],
         "rss": result["rss"],
     }
+
+
+def worker(args: argparse.Namespace, side: str, kind: str) -> dict:
+    """The command, folder and environment of a fresh worker process."""
+    command = ["uv", "run"]
+    if side == "baselines":
+        command += ["--with", "distrax", "--with", "chex"]
+    command += ["python", str(HERE), f"--worker={side}", "--worker-kind", kind]
+    updates = args.learn // (NUM_ENVS * NUM_STEPS) if args.learn else args.updates
+    command += ["--env", args.env, "--updates", str(updates)]
+    command += ["--baselines", str(Path(args.baselines).resolve())]
+    command += [f"--set={o}" for o in args.set] + ([f"--ynn={args.ynn}"] if args.ynn else [])
+    env = {**os.environ, "WANDB_MODE": "disabled", "WANDB_SILENT": "true"}
+    return {"args": command, "cwd": ROOT, "env": env}
+
+
+def worker_result(returncode: int, stdout: str, stderr: str, side: str, kind: str) -> dict:
+    """The RESULT line a worker printed, or an exit naming the side that failed."""
+    lines = [x for x in stdout.splitlines() if x.startswith("RESULT ")]
+    if returncode != 0 or not lines:
+        sys.exit(f"{side} {kind} failed ({returncode}):\n{stderr[-4000:]}")
+    return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+def compare_learning(args: argparse.Namespace) -> None:
+    """Both sides at once for ``--learn`` env steps each (fresh processes), then the
+    table of what each learned (see the module docstring)."""
+    print(f"{args.env}: {NUM_ENVS} envs x {NUM_STEPS} steps, {args.learn:,} env steps, seed 0")
+    print(
+        "| kind | side | return, last 10 % | % of max (226) | Crafter score | "
+        "achievements >= 1 % | wall min |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|", flush=True)
+    for kind in args.kind or ("ff", "rnn"):
+        sides = ("nnxrl", "baselines")
+        procs = {
+            side: subprocess.Popen(
+                **worker(args, side, kind),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for side in sides
+        }
+        for side, proc in procs.items():
+            stdout, stderr = proc.communicate()
+            result = worker_result(proc.returncode, stdout, stderr, side, kind)
+            print(learning_row(kind, side, result), flush=True)
+
+
+def learning_row(kind: str, side: str, result: dict) -> str:
+    """One side's table row: its last 10 % of updates' return and achievements."""
+    import numpy as np
+
+    records = result["records"]
+    tail = records[-max(1, len(records) // 10) :]
+    returns = np.array([r["return"] for r in tail], dtype=float)
+    names = sorted(tail[-1]["achievements"])
+    rates = np.array([[r["achievements"].get(n, np.nan) for n in names] for r in tail], float)
+    rates = np.nanmean(rates, axis=0)  # [A] percents over the episodes of the tail
+    score = np.expm1(np.log1p(rates).mean())
+    ret = float(np.nanmean(returns))
+    wall = (result["marks"][-1] - result["started"]) / 60
+    reached = int((rates >= 1.0).sum())
+    return (
+        f"| {kind} | {side} | {ret:.2f} | {100 * ret / 226:.2f} | {score:.2f} | "
+        f"{reached} of {len(names)} | {wall:.1f} |"
+    )
 
 
 def row(kind: str, side: str, rep: str, r: dict) -> str:
@@ -177,11 +254,12 @@ def summarise(kind: str, runs: dict[str, list[dict]]) -> list[str]:
     return rows
 
 
-def run_worker(args: argparse.Namespace) -> list[float]:
-    """Train one side in this process; the Unix time at the end of each update."""
+def run_worker(args: argparse.Namespace, records: list[dict]) -> list[float]:
+    """Train one side in this process; the Unix time at the end of each update (and
+    for the two trainers each update's episode ``records``)."""
     marks: list[float] = []
     if args.worker == "baselines":
-        run_baselines(args, marks)
+        run_baselines(args, marks, records)
     elif args.worker == "env alone":
         run_env_alone(args, marks)
     elif args.worker == "least program" and args.worker_kind == "ff":
@@ -193,12 +271,13 @@ def run_worker(args: argparse.Namespace) -> list[float]:
 
         run_craftax_rnn(args.env, args.updates, marks)
     else:
-        run_nnxrl(args, marks)
+        run_nnxrl(args, marks, records)
     return marks
 
 
-def run_baselines(args: argparse.Namespace, marks: list[float]) -> None:
-    """The baselines' script as its own ``__main__``, its per-update callback timed."""
+def run_baselines(args: argparse.Namespace, marks: list[float], records: list[dict]) -> None:
+    """The baselines' script as its own ``__main__``, its per-update callback timed
+    and its episode metrics kept (achievement rates there are percents)."""
     import runpy
 
     sys.path.insert(0, args.baselines)
@@ -208,6 +287,8 @@ def run_baselines(args: argparse.Namespace, marks: list[float]) -> None:
 
     def timed_batch_log(update_step, log, config):
         marks.append(time.time())
+        rates = {k.split("/")[-1].lower(): float(v) for k, v in log.items() if "/" in k}
+        records.append({"return": float(log["episode_return"]), "achievements": rates})
         return batch_log(update_step, log, config)
 
     batch_logging.batch_log = timed_batch_log  # the script imports it by name next
@@ -218,9 +299,9 @@ def run_baselines(args: argparse.Namespace, marks: list[float]) -> None:
     runpy.run_path(script, run_name="__main__")
 
 
-def run_nnxrl(args: argparse.Namespace, marks: list[float]) -> None:
+def run_nnxrl(args: argparse.Namespace, marks: list[float], records: list[dict]) -> None:
     """``nnxrl train`` of the shipped config at the same settings, each update's
-    hand-over to the logger timed."""
+    hand-over to the logger timed, its records kept (rates as percents)."""
     import tempfile
 
     from nnxrl import cli
@@ -250,6 +331,16 @@ def run_nnxrl(args: argparse.Namespace, marks: list[float]) -> None:
     with tempfile.TemporaryDirectory() as out:
         sets = [x for o in overrides for x in ("--set", o)]
         cli.main(["train", CONFIGS[args.worker_kind], "--out", f"{out}/run", *sets])
+        for line in Path(out, "run", "metrics.jsonl").read_text().splitlines():
+            r = json.loads(line)
+            ended = r["episode_return"] is not None
+            rates = {
+                k.removeprefix("achievements/"): 100.0 * v if ended else float("nan")
+                for k, v in r.items()
+                if k.startswith("achievements/")
+            }
+            ret = r["episode_return"] if ended else float("nan")
+            records.append({"return": ret, "achievements": rates})
 
 
 def run_env_alone(args: argparse.Namespace, marks: list[float]) -> None:
