@@ -242,9 +242,11 @@ def free_port() -> int:
 
 
 def mlflow_server(store, port: int) -> subprocess.Popen:
-    """``mlflow server`` on ``store`` at ``port`` (its job runners off), once it answers."""
+    """``mlflow server`` on ``store`` at ``port`` (its job runners off), once it answers;
+    its artifacts beside the store (by default they go to ./mlartifacts, the checkout)."""
     command = [sys.executable, "-m", "mlflow", "server", "--workers", "1", "--port", str(port)]
     command += ["--host", "127.0.0.1", "--backend-store-uri", f"sqlite:///{store}"]
+    command += ["--artifacts-destination", str(store.parent / "mlartifacts")]
     server = subprocess.Popen(
         command,
         env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
