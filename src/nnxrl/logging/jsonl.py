@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from nnxrl.hints import command
@@ -72,9 +73,9 @@ def batches_through(out_dir: str | Path, update: int, most: int = 1_000) -> Iter
     """The records of updates 1..``update`` in both files, as LogBatches of whole
     updates (about ``most`` lines each): what a tracker sends of a resumed run's
     earlier updates, read a line at a time, never the whole files at once."""
-    records = iter_records(Path(out_dir) / "metrics.jsonl")
-    aggregates = iter_records(Path(out_dir) / "metrics_aggregate.jsonl")
-    batch, pending = LogBatch(records=[], aggregates=[], sps=None, elapsed=0.0), None
+    records, aggregates = (iter_records(Path(out_dir) / name) for name in RECORD_FILES)
+    earlier = partial(LogBatch, sps=None, elapsed=0.0)  # no rate: sent, not trained
+    batch, pending = earlier(records=[], aggregates=[]), None
     for aggregate in itertools.takewhile(lambda a: a["update"] <= update, aggregates):
         batch.aggregates.append(aggregate)
         for record in itertools.chain([pending] if pending else [], records):
@@ -84,7 +85,7 @@ def batches_through(out_dir: str | Path, update: int, most: int = 1_000) -> Iter
             batch.records.append(record)
         if len(batch.records) + len(batch.aggregates) >= most:
             yield batch
-            batch = LogBatch(records=[], aggregates=[], sps=None, elapsed=0.0)
+            batch = earlier(records=[], aggregates=[])
     if batch.aggregates:
         yield batch
 
