@@ -11,10 +11,13 @@ compilation cache, as runs do.
 The suite runs in two pytest-xdist workers (pyproject's addopts). A test that signals
 or kills a process at a chosen moment would see that moment moved by another test
 running beside it, so it does that part alone: it takes the fixture ``alone`` and wraps
-the moment in ``with alone():``, which pauses the other workers and every process they
-started (SIGSTOP, then SIGCONT) for the length of the block, one such block at a time.
-The paused tests lose no work, only wall-clock time; the rest of the test, its
-reference runs and its resume, runs beside others.
+the moment in ``with alone() as pause_others:``. The block holds the lock that lets one
+such block run at a time; from its call of ``pause_others()`` to its end the other
+workers and every process they started are paused (SIGSTOP, then SIGCONT). A test calls
+it once its process is started and near the moment (past its import and compile), so
+that the other worker waits only for the moment itself. The paused tests lose no work,
+only wall-clock time; the rest of the test, its reference runs and its resume, runs
+beside others.
 """
 
 from __future__ import annotations
@@ -43,26 +46,31 @@ use_compile_cache(CompileCacheConfig())
 
 @pytest.fixture
 def alone(tmp_path_factory) -> Callable[[], contextlib.AbstractContextManager]:
-    """``with alone():`` runs its block while every other test is paused (see the
-    module docstring)."""
+    """``with alone() as pause_others:``: the rest of the block after ``pause_others()``
+    runs while every other test is paused (see the module docstring)."""
     # the workers' temporary folders share this parent
     return functools.partial(others_paused, tmp_path_factory.getbasetemp().parent)
 
 
 @contextlib.contextmanager
-def others_paused(folder: Path) -> Iterator[None]:
+def others_paused(folder: Path) -> Iterator[Callable[[], None]]:
+    paused: list[str] = []
+    watchdog: list[subprocess.Popen] = []
+
+    def pause_others() -> None:
+        assert not paused and not watchdog, "pause_others() is called once a block"
+        paused.extend(pause_other_workers())
+        if paused:  # should this worker die inside the block, a watchdog resumes them
+            args = [sys.executable, "-c", WATCHDOG, str(os.getpid()), *paused]
+            watchdog.append(subprocess.Popen(args))
+
     with (folder / "alone.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one block at a time
-        paused = pause_other_workers()
-        if not paused:
-            yield
-            return
-        # should this worker die inside the block, a watchdog resumes the others
-        watchdog = subprocess.Popen([sys.executable, "-c", WATCHDOG, str(os.getpid()), *paused])
         try:
-            yield
+            yield pause_others
         finally:
-            watchdog.kill()
+            for process in watchdog:
+                process.kill()
             resume(paused)
 
 

@@ -198,12 +198,15 @@ def test_a_run_stopped_in_a_subprocess_resumes_exactly(tmp_path, alone, case):
     out = tmp_path / "split"
     args = [sys.executable, "-m", "nnxrl.cli", "train", str(ROOT / path), "--out", str(out)]
     args += sum((["--set", o] for o in overrides), [])
-    with alone():
+    metrics = out / "metrics.jsonl"
+    with alone() as pause_others:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 120
+        while time.time() < deadline and not metrics.exists():  # compiled, now training
+            time.sleep(0.05)
+        pause_others()
         while time.time() < deadline:  # wait until training is past its first save
-            metrics = out / "metrics.jsonl"
-            if metrics.exists() and len(metrics.read_text().splitlines()) >= 48:
+            if len(metrics.read_text().splitlines()) >= 48:
                 break
             time.sleep(0.05)
         proc.send_signal(sig)
@@ -233,7 +236,7 @@ checkpoint.save(run, 2, {"w": big}, {"config": {}})
 
 
 def test_a_process_killed_mid_save_leaves_the_previous_checkpoint_loadable(tmp_path, alone):
-    with alone():
+    with alone() as pause_others:
         proc = subprocess.Popen(
             [sys.executable, "-c", KILL_SCRIPT, str(tmp_path)], stdout=subprocess.PIPE, text=True
         )
@@ -244,6 +247,7 @@ def test_a_process_killed_mid_save_leaves_the_previous_checkpoint_loadable(tmp_p
             if partial:
                 break
             time.sleep(0.01)
+        pause_others()  # the 1 GiB is made, its writing begun
         time.sleep(0.2)
         proc.send_signal(signal.SIGKILL)
         proc.wait()

@@ -254,12 +254,15 @@ def test_ctrl_c_keeps_every_completed_update_and_marks_the_mlflow_run_killed(tmp
         "logging.tracker_points=10000",  # every update goes to MLflow too
     ]
     jsonl = tmp_path / "run" / "metrics.jsonl"
-    with alone():
+    with alone() as pause_others:
         proc = subprocess.Popen(
             cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         deadline = time.time() + 120
-        while time.time() < deadline and (not jsonl.exists() or len(jsonl.read_text()) < 5000):
+        while time.time() < deadline and not jsonl.exists():  # compiled, now training
+            time.sleep(0.2)
+        pause_others()
+        while time.time() < deadline and len(jsonl.read_text()) < 5000:
             time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
