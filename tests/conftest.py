@@ -55,22 +55,23 @@ def alone(tmp_path_factory) -> Callable[[], contextlib.AbstractContextManager]:
 @contextlib.contextmanager
 def others_paused(folder: Path) -> Iterator[Callable[[], None]]:
     paused: list[str] = []
-    watchdog: list[subprocess.Popen] = []
+    watchdog: subprocess.Popen | None = None
 
     def pause_others() -> None:
-        assert not paused and not watchdog, "pause_others() is called once a block"
+        nonlocal watchdog
+        assert not paused and watchdog is None, "pause_others() is called once a block"
         paused.extend(pause_other_workers())
         if paused:  # should this worker die inside the block, a watchdog resumes them
             args = [sys.executable, "-c", WATCHDOG, str(os.getpid()), *paused]
-            watchdog.append(subprocess.Popen(args))
+            watchdog = subprocess.Popen(args)
 
     with (folder / "alone.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one block at a time
         try:
             yield pause_others
         finally:
-            for process in watchdog:
-                process.kill()
+            if watchdog is not None:
+                watchdog.kill()
             resume(paused)
 
 
