@@ -113,6 +113,21 @@ CASES = {
         ["logging.updates_per_chunk=10", "logging.backends=[]"],
         2,
     ),
+    "RepeatPrevious PPO GRU (its recall test's)": (
+        "configs/ppo-rnn-repeat-previous.yaml",
+        ["logging.updates_per_chunk=50", "logging.backends=[]"],
+        2,
+    ),
+    "RepeatPrevious PQN LSTM (its recall test's)": (
+        "configs/pqn-rnn-repeat-previous.yaml",
+        ["network.kind=lstm", "logging.updates_per_chunk=50", "logging.backends=[]"],
+        2,
+    ),
+    "Craftax-Symbolic PPO-GRU, 64 envs": (
+        "configs/ppo-rnn-craftax-symbolic.yaml",
+        ["env.num_envs=64", "logging.updates_per_chunk=2", "logging.backends=[]"],
+        2,
+    ),
     "Craftax-Classic-Symbolic, 1 seed": (
         "configs/ppo-craftax-classic-symbolic.yaml",
         ["total_env_steps=1048576", "logging.updates_per_chunk=1", "logging.backends=[]"],

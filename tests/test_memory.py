@@ -20,9 +20,9 @@ from nnxrl.agent.policy import load_policy
 from nnxrl.cli import main
 from nnxrl.envs.base import EnvSpec
 from nnxrl.networks.factory import build_network
-from nnxrl.networks.lstm import LSTM
+from nnxrl.networks.gru import GRU, gru_scan, gru_step
+from nnxrl.networks.lstm import LSTM, lstm_scan, lstm_step
 from nnxrl.networks.min_gru import MinGRU, linear_recurrence
-from nnxrl.networks.recurrent import GRU
 from nnxrl.networks.settings import NetworkSettings
 from nnxrl.networks.transformer_xl import TransformerXL
 
@@ -120,6 +120,41 @@ def test_the_parallel_scan_equals_a_sequential_one():
 
     _, sequential = jax.lax.scan(step, h0, (a, b))
     np.testing.assert_allclose(linear_recurrence(a, b, h0), sequential, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("scan", "step", "gates", "states"), [(gru_scan, gru_step, 3, 1), (lstm_scan, lstm_step, 4, 2)]
+)
+def test_the_hand_written_backprop_through_time_equals_jaxs(scan, step, gates, states):
+    """The GRU's and the LSTM's gradients (gru.py, lstm.py) equal JAX's own through a
+    scan of the same step, for U, the initial state and W x, with resets at the first
+    step, mid-sequence, and at consecutive steps."""
+    rng = np.random.default_rng(5)
+    t, b, h = 7, 3, 4
+    u = jnp.asarray(rng.normal(size=(h, gates * h)) / 2, jnp.float32)
+    state = jnp.asarray(rng.normal(size=(b, states * h)), jnp.float32)
+    wx = jnp.asarray(rng.normal(size=(t, b, gates * h)), jnp.float32)
+    start = jnp.asarray(rng.random((t, b)) < 0.3).at[0].set([True, False, False])
+    start = start.at[3:5, 1].set(True)
+    weights = jnp.asarray(rng.normal(size=(t, b, h)), jnp.float32)
+
+    def by_jax(u, state, wx, start):
+        def one(s, inputs):
+            s, _ = step(u, s, *inputs)
+            return s, s[:, -h:]
+
+        return jax.lax.scan(one, state, (wx, start))
+
+    def loss(core, u, state, wx):
+        last, outputs = core(u, state, wx, start)
+        return jnp.sum(weights * outputs) + jnp.sum(jnp.sin(last))
+
+    ours = jax.jit(jax.value_and_grad(partial(loss, scan), argnums=(0, 1, 2)))(u, state, wx)
+    jaxs = jax.jit(jax.value_and_grad(partial(loss, by_jax), argnums=(0, 1, 2)))(u, state, wx)
+    for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(jaxs), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    d_state = np.abs(ours[1][1]).max(axis=1)
+    assert d_state[0] == 0 and d_state[1:].min() > 0  # where no reset comes first
 
 
 @pytest.mark.parametrize("make", [GRU, LSTM, MinGRU, TransformerXL])

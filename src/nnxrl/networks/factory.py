@@ -17,11 +17,12 @@ from flax import nnx
 from nnxrl.envs.base import EnvSpec
 from nnxrl.networks import heads
 from nnxrl.networks.actor_critic import ActorCritic
+from nnxrl.networks.gru import GRU
 from nnxrl.networks.lstm import LSTM
 from nnxrl.networks.min_gru import MinGRU
 from nnxrl.networks.policy_head import PolicyHead
 from nnxrl.networks.q_network import QNetwork, RecurrentQNetwork
-from nnxrl.networks.recurrent import GRU, RecurrentActorCritic
+from nnxrl.networks.recurrent import RecurrentActorCritic
 from nnxrl.networks.registry import network_kind, network_options
 from nnxrl.networks.settings import NetworkSettings
 from nnxrl.networks.soft_actor_critic import SoftActorCritic

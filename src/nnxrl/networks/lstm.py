@@ -1,6 +1,8 @@
 """A long short-term memory core (Hochreiter & Schmidhuber 1997) with resets, scanned
-over time; the same interface as the GRU (``recurrent.py``), its state (c, h) carried
-as one array [B, 2H]."""
+over time; the same interface as the GRU (``gru.py``), its state (c, h) carried as
+one array [B, 2H]. Its backpropagation through time is written out for the reason
+the GRU's is: U's gradient becomes one matrix product after the loop instead of a
+sum carried through it."""
 
 from __future__ import annotations
 
@@ -38,16 +40,71 @@ class LSTM(nnx.Module):
     ) -> tuple[jax.Array, jax.Array]:
         """state [B, 2H] (c then h), x [T, B, D], start [T, B] ->
         (last state [B, 2H], outputs h [T, B, H])."""
-        projected = self.input(x)
-        u = self.recurrent_kernel[...]
+        return lstm_scan(self.recurrent_kernel[...], state, self.input(x), start)
 
-        def step(carry, inputs):
-            x_t, start_t = inputs
-            carry = jnp.where(start_t[:, None], 0.0, carry)
-            c, h = jnp.split(carry, 2, axis=-1)
-            i, f, g, o = jnp.split(x_t + h @ u, 4, axis=-1)
-            c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
-            h = jax.nn.sigmoid(o) * jnp.tanh(c)
-            return jnp.concatenate([c, h], axis=-1), h
 
-        return jax.lax.scan(step, state, (projected, start))
+def lstm_step(u: jax.Array, state: jax.Array, wx: jax.Array, start: jax.Array) -> tuple:
+    """One step: U [H, 4H], state (c, h) [B, 2H], W x + b [B, 4H], start [B] ->
+    (state', what the step's gradient needs: the reset c and h, the gates
+    sigmoid(i), sigmoid(f), tanh(g), sigmoid(o) and tanh(c'), each [B, H])."""
+    c, h = jnp.split(jnp.where(start[:, None], 0.0, state), 2, axis=-1)
+    i, f, g, o = jnp.split(wx + h @ u, 4, axis=-1)
+    i, f, g, o = jax.nn.sigmoid(i), jax.nn.sigmoid(f), jnp.tanh(g), jax.nn.sigmoid(o)
+    c_next = f * c + i * g
+    tanh_c = jnp.tanh(c_next)
+    return jnp.concatenate([c_next, o * tanh_c], axis=-1), (c, h, i, f, g, o, tanh_c)
+
+
+@jax.custom_vjp
+def lstm_scan(
+    u: jax.Array, state: jax.Array, wx: jax.Array, start: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """U [H, 4H], state [B, 2H], W x + b [T, B, 4H], start [T, B] ->
+    (last state [B, 2H], outputs h [T, B, H])."""
+
+    def step(state, inputs):
+        state, _ = lstm_step(u, state, *inputs)
+        return state, jnp.split(state, 2, axis=-1)[1]
+
+    return jax.lax.scan(step, state, (wx, start))
+
+
+def _forward(u, state, wx, start):
+    def step(state, inputs):
+        state, saved = lstm_step(u, state, *inputs)
+        return state, (jnp.split(state, 2, axis=-1)[1], saved)
+
+    last, (outputs, saved) = jax.lax.scan(step, state, (wx, start))
+    return (last, outputs), (u, start, saved)
+
+
+def _backward(residuals, cotangents):
+    """Through time in reverse, with dh' and dc' what reaches the step's outputs
+    (i, f, g, o the gates after their nonlinearities, C = tanh(c')):
+
+        dc' += dh' o (1 - C^2)
+        d(W x) = d(U h) = [dc' g i (1 - i), dc' c f (1 - f), dc' i (1 - g^2), dh' C o (1 - o)]
+        dc = dc' f,   dh = d(U h) U^T,   both := 0 where the step started an episode
+        dU = sum over steps of h^T d(U h)    (one matmul after the loop)
+    """
+    u, start, saved = residuals
+    d_last, d_outputs = cotangents
+
+    def step(d_state, inputs):
+        d_output, start_t, (c, h, i, f, g, o, tanh_c) = inputs
+        dc, dh = jnp.split(d_state, 2, axis=-1)
+        dh = dh + d_output
+        dc = dc + dh * o * (1.0 - tanh_c * tanh_c)
+        d_gates = [dc * g * i * (1.0 - i), dc * c * f * (1.0 - f)]
+        d_gates += [dc * i * (1.0 - g * g), dh * tanh_c * o * (1.0 - o)]
+        d_uh = jnp.concatenate(d_gates, axis=-1)
+        d_state = jnp.concatenate([dc * f, d_uh @ u.T], axis=-1)
+        return jnp.where(start_t[:, None], 0.0, d_state), d_uh
+
+    inputs = (d_outputs, start, saved)
+    d_state, d_uh = jax.lax.scan(step, d_last, inputs, reverse=True)
+    du = jnp.einsum("tbh,tbk->hk", saved[1], d_uh)
+    return du, d_state, d_uh, None
+
+
+lstm_scan.defvjp(_forward, _backward)

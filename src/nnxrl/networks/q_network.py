@@ -23,7 +23,8 @@ import numpy as np
 from flax import nnx
 
 from nnxrl.networks.distributions import masked_argmax
-from nnxrl.networks.recurrent import GRU, ActsFromCore
+from nnxrl.networks.gru import GRU
+from nnxrl.networks.recurrent import ActsFromCore
 from nnxrl.networks.torso import ACTIVATIONS, MLP, Encoder, orthogonal_linear
 
 
@@ -69,7 +70,7 @@ class QNetwork(nnx.Module):
 
 class RecurrentQNetwork(ActsFromCore, nnx.Module):
     """Q(history, a) [..., K, A]: encoder -> (LayerNorm) MLP embedding -> memory core
-    (``make_core``: the GRU unless given; see ``recurrent.py``) -> linear head. The
+    (``make_core``: the GRU unless given; see ``gru.py``) -> linear head. The
     hidden state resets to zeros where an episode starts."""
 
     def __init__(

@@ -1,10 +1,10 @@
 """A recurrent actor-critic: embedding -> memory core -> actor and critic heads.
 
 As in the Craftax baselines' PPO-RNN, actor and critic share the embedding and the
-core (the GRU here; ``lstm.py``, ``min_gru.py``); each has its own MLP head. The
-hidden state is reset to zeros wherever an episode starts, inside the scan over
-time, so one sequence may hold several episodes and the outputs after a reset equal
-those of a fresh sequence.
+core (the GRU unless given: ``gru.py``, ``lstm.py``, ``min_gru.py``); each has its
+own MLP head. The hidden state is reset to zeros wherever an episode starts, inside
+the scan over time, so one sequence may hold several episodes and the outputs after
+a reset equal those of a fresh sequence.
 
 A core is ``make_core(in_features, hidden_size, rngs)``, a module called as
 ``core(state [B, S], x [T, B, D], start [T, B]) -> (last state [B, S], outputs
@@ -21,48 +21,9 @@ import numpy as np
 from flax import nnx
 
 from nnxrl.networks.distributions import Categorical
-from nnxrl.networks.initializers import orthogonal
+from nnxrl.networks.gru import GRU
 from nnxrl.networks.policy_head import PolicyHead
 from nnxrl.networks.torso import ACTIVATIONS, MLP, Encoder, orthogonal_linear
-
-
-class GRU(nnx.Module):
-    """Gated recurrent unit (Cho et al. 2014) with resets, scanned over time:
-
-        r = sigmoid(W_r x + U_r h + b_r),   z = sigmoid(W_z x + U_z h + b_z)
-        n = tanh(W_n x + b_n + r * (U_n h))
-        h' = (1 - z) * n + z * h,            h := 0 first where the step starts an episode
-
-    W x for all steps is one matmul before the scan; only U h runs step by step.
-    """
-
-    def __init__(self, in_features: int, hidden_size: int, rngs: nnx.Rngs):
-        self.input = orthogonal_linear(in_features, 3 * hidden_size, 1.0, rngs)
-        self.recurrent_kernel = nnx.Param(
-            orthogonal(1.0)(rngs.params(), (hidden_size, 3 * hidden_size))
-        )
-        self.hidden_size = hidden_size
-        self.state_size = hidden_size
-
-    def __call__(
-        self, hidden: jax.Array, x: jax.Array, start: jax.Array
-    ) -> tuple[jax.Array, jax.Array]:
-        """hidden [B, H], x [T, B, D], start [T, B] -> (last hidden [B, H], outputs [T, B, H])."""
-        projected = self.input(x)
-        u = self.recurrent_kernel[...]
-
-        def step(h, inputs):
-            x_t, start_t = inputs
-            h = jnp.where(start_t[:, None], 0.0, h)
-            xr, xz, xn = jnp.split(x_t, 3, axis=-1)
-            hr, hz, hn = jnp.split(h @ u, 3, axis=-1)
-            r = jax.nn.sigmoid(xr + hr)
-            z = jax.nn.sigmoid(xz + hz)
-            n = jnp.tanh(xn + r * hn)
-            h = (1.0 - z) * n + z * h
-            return h, h
-
-        return jax.lax.scan(step, hidden, (projected, start))
 
 
 class ActsFromCore:

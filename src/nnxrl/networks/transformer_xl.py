@@ -1,7 +1,7 @@
 """A gated Transformer-XL memory (Dai et al. 2019; the gating of GTrXL, Parisotto et
 al. 2020): each step attends to its own layer inputs over the last M steps, kept in a
 window carried from step to step and from rollout to rollout, with the same interface
-as the GRU (``recurrent.py``).
+as the GRU (``gru.py``).
 
 The carried state is the window: for each layer, the inputs it saw at the last M
 steps, and for each slot whether it belongs to the current episode. ``__call__`` runs
