@@ -44,7 +44,7 @@ baselines' bound what a PPO written in JAX reaches here.
 
 ``--learn STEPS`` compares what the two learn instead (the Craftax-1M budget is
 ``--learn 1e6``): each side trains once for STEPS env steps at the settings above
-(seed 0 each), both at once, one core each; the table gives the mean episode
+(seed 0 each, or ``--seed``), both at once, one core each; the table gives the mean episode
 return over the last 10 % of updates, as a percent of Craftax's maximum (226, as the
 Craftax scoreboard reports it), Crafter's score over the same updates (the geometric
 mean of 1 + each achievement's success rate in percent, less 1), the achievements
@@ -114,6 +114,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--kind", choices=tuple(SCRIPTS), action="append", help="default: both")
     parser.add_argument("--updates", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0, help="both sides' seed")
     parser.add_argument("--set", action="append", default=[], help="an nnxrl override")
     parser.add_argument(
         "--ynn",
@@ -172,7 +173,7 @@ def worker(args: argparse.Namespace, side: str, kind: str) -> dict:
         command += ["--with", "distrax", "--with", "chex"]
     command += ["python", str(HERE), f"--worker={side}", "--worker-kind", kind]
     updates = args.learn // (NUM_ENVS * NUM_STEPS) if args.learn else args.updates
-    command += ["--env", args.env, "--updates", str(updates)]
+    command += ["--env", args.env, "--updates", str(updates), "--seed", str(args.seed)]
     command += ["--baselines", str(Path(args.baselines).resolve())]
     command += [f"--set={o}" for o in args.set] + ([f"--ynn={args.ynn}"] if args.ynn else [])
     env = {**os.environ, "WANDB_MODE": "disabled", "WANDB_SILENT": "true"}
@@ -190,7 +191,8 @@ def worker_result(returncode: int, stdout: str, stderr: str, side: str, kind: st
 def compare_learning(args: argparse.Namespace) -> None:
     """Both sides at once for ``--learn`` env steps each (fresh processes), then the
     table of what each learned (see the module docstring)."""
-    print(f"{args.env}: {NUM_ENVS} envs x {NUM_STEPS} steps, {args.learn:,} env steps, seed 0")
+    steps = f"{NUM_ENVS} envs x {NUM_STEPS} steps, {args.learn:,} env steps"
+    print(f"{args.env}: {steps}, seed {args.seed}")
     print(
         "| kind | side | return, last 10 % | % of max (226) | Crafter score | "
         "achievements >= 1 % | wall min |"
@@ -294,7 +296,7 @@ def run_baselines(args: argparse.Namespace, marks: list[float], records: list[di
     batch_logging.batch_log = timed_batch_log  # the script imports it by name next
     script = os.path.join(args.baselines, SCRIPTS[args.worker_kind])
     sys.argv = [script, "--env_name", args.env, "--num_envs", str(NUM_ENVS)]
-    sys.argv += ["--num_steps", str(NUM_STEPS), "--seed", "0", "--use_wandb"]
+    sys.argv += ["--num_steps", str(NUM_STEPS), "--seed", str(args.seed), "--use_wandb"]
     sys.argv += ["--total_timesteps", str(args.updates * NUM_ENVS * NUM_STEPS)]
     runpy.run_path(script, run_name="__main__")
 
@@ -321,6 +323,7 @@ def run_nnxrl(args: argparse.Namespace, marks: list[float], records: list[dict])
     overrides = [
         f"env.id={args.env}",
         f"env.num_envs={NUM_ENVS}",
+        f"seed={args.seed}",
         f"total_env_steps={args.updates * NUM_ENVS * NUM_STEPS}",
         "logging.updates_per_chunk=1",
         "logging.backends=[]",
