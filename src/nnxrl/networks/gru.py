@@ -44,18 +44,6 @@ class GRU(nnx.Module):
         return gru_scan(self.recurrent_kernel[...], hidden, self.input(x), start)
 
 
-def gru_step(u: jax.Array, h: jax.Array, wx: jax.Array, start: jax.Array) -> tuple:
-    """One step: U [H, 3H], h [B, H], W x + b [B, 3H], start [B] -> (h', what the
-    step's gradient needs: the reset h, r, z, n and U_n h, each [B, H])."""
-    h = jnp.where(start[:, None], 0.0, h)
-    xr, xz, xn = jnp.split(wx, 3, axis=-1)
-    hr, hz, hn = jnp.split(h @ u, 3, axis=-1)
-    r = jax.nn.sigmoid(xr + hr)
-    z = jax.nn.sigmoid(xz + hz)
-    n = jnp.tanh(xn + r * hn)
-    return (1.0 - z) * n + z * h, (h, r, z, n, hn)
-
-
 @jax.custom_vjp
 def gru_scan(
     u: jax.Array, hidden: jax.Array, wx: jax.Array, start: jax.Array
@@ -70,7 +58,21 @@ def gru_scan(
     return jax.lax.scan(step, hidden, (wx, start))
 
 
+def gru_step(u: jax.Array, h: jax.Array, wx: jax.Array, start: jax.Array) -> tuple:
+    """One step: U [H, 3H], h [B, H], W x + b [B, 3H], start [B] -> (h', what the
+    step's gradient needs: the reset h, r, z, n and U_n h, each [B, H])."""
+    h = jnp.where(start[:, None], 0.0, h)
+    xr, xz, xn = jnp.split(wx, 3, axis=-1)
+    hr, hz, hn = jnp.split(h @ u, 3, axis=-1)
+    r = jax.nn.sigmoid(xr + hr)
+    z = jax.nn.sigmoid(xz + hz)
+    n = jnp.tanh(xn + r * hn)
+    return (1.0 - z) * n + z * h, (h, r, z, n, hn)
+
+
 def _forward(u, hidden, wx, start):
+    """The scan again, keeping what each step's gradient needs (``_backward``)."""
+
     def step(h, inputs):
         h, saved = gru_step(u, h, *inputs)
         return h, (h, saved)

@@ -43,18 +43,6 @@ class LSTM(nnx.Module):
         return lstm_scan(self.recurrent_kernel[...], state, self.input(x), start)
 
 
-def lstm_step(u: jax.Array, state: jax.Array, wx: jax.Array, start: jax.Array) -> tuple:
-    """One step: U [H, 4H], state (c, h) [B, 2H], W x + b [B, 4H], start [B] ->
-    (state', what the step's gradient needs: the reset c and h, the gates
-    sigmoid(i), sigmoid(f), tanh(g), sigmoid(o) and tanh(c'), each [B, H])."""
-    c, h = jnp.split(jnp.where(start[:, None], 0.0, state), 2, axis=-1)
-    i, f, g, o = jnp.split(wx + h @ u, 4, axis=-1)
-    i, f, g, o = jax.nn.sigmoid(i), jax.nn.sigmoid(f), jnp.tanh(g), jax.nn.sigmoid(o)
-    c_next = f * c + i * g
-    tanh_c = jnp.tanh(c_next)
-    return jnp.concatenate([c_next, o * tanh_c], axis=-1), (c, h, i, f, g, o, tanh_c)
-
-
 @jax.custom_vjp
 def lstm_scan(
     u: jax.Array, state: jax.Array, wx: jax.Array, start: jax.Array
@@ -69,7 +57,21 @@ def lstm_scan(
     return jax.lax.scan(step, state, (wx, start))
 
 
+def lstm_step(u: jax.Array, state: jax.Array, wx: jax.Array, start: jax.Array) -> tuple:
+    """One step: U [H, 4H], state (c, h) [B, 2H], W x + b [B, 4H], start [B] ->
+    (state', what the step's gradient needs: the reset c and h, the gates
+    sigmoid(i), sigmoid(f), tanh(g), sigmoid(o) and tanh(c'), each [B, H])."""
+    c, h = jnp.split(jnp.where(start[:, None], 0.0, state), 2, axis=-1)
+    i, f, g, o = jnp.split(wx + h @ u, 4, axis=-1)
+    i, f, g, o = jax.nn.sigmoid(i), jax.nn.sigmoid(f), jnp.tanh(g), jax.nn.sigmoid(o)
+    c_next = f * c + i * g
+    tanh_c = jnp.tanh(c_next)
+    return jnp.concatenate([c_next, o * tanh_c], axis=-1), (c, h, i, f, g, o, tanh_c)
+
+
 def _forward(u, state, wx, start):
+    """The scan again, keeping what each step's gradient needs (``_backward``)."""
+
     def step(state, inputs):
         state, saved = lstm_step(u, state, *inputs)
         return state, (jnp.split(state, 2, axis=-1)[1], saved)
