@@ -6,7 +6,9 @@ at every step, a read and a write of all of U [H, 3H] per step. Here each step
 emits its gradient of U h and U's gradient is one matrix product after the loop.
 The gradients are JAX's own up to rounding (``tests/test_memory.py``); the
 gradient of an unroll takes 0.6x JAX's time at the recall tests' size and 0.7x at
-Craftax's (``benchmarks/backprop_through_time.py``).
+Craftax's (``benchmarks/backprop_through_time.py``). As a ``jax.custom_vjp`` it
+takes reverse-mode derivatives of any order; forward mode (``jax.jvp``) does not
+pass through it.
 """
 
 from __future__ import annotations
