@@ -96,3 +96,40 @@ def test_start_jax_sets_the_cpu_devices_the_config_asks_for():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["3", "True", "3"]
+
+
+def test_random_bits_on_cpu_are_jaxs_own_without_the_loop():
+    """With the rounds written out (parallel/cpu_random_bits.py, applied by
+    use_cpu_devices, as conftest calls it) the CPU program has no loop and draws the
+    same bits as JAX's own rolled lowering, for keys and shapes of every kind."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax._src.interpreters import mlir
+    from jax._src.random import threefry2x32
+
+    from nnxrl.parallel.cpu_random_bits import unroll_threefry_on_cpu
+
+    def draws(key):
+        a = jax.random.bits(key, (7, 5), jnp.uint32)
+        b = jax.random.uniform(jax.random.fold_in(key, 3), (1001,))
+        c = jax.vmap(lambda k: jax.random.randint(k, (3,), 0, 9))(jax.random.split(key, 4))
+        return a, b, c
+
+    def lowered_and_drawn():  # a fresh function: nothing reused from JAX's caches
+        program = jax.jit(lambda k: draws(k))
+        return program.lower(keys[0]).as_text(), [program(k) for k in keys]
+
+    keys = [jax.random.key(0), jax.random.key(2**31 + 5)]
+    assert unroll_threefry_on_cpu()
+    hlo, written = lowered_and_drawn()
+    assert "threefry" in hlo and "while" not in hlo
+    primitive = threefry2x32.threefry2x32_p
+    mlir.register_lowering(primitive, threefry2x32._threefry2x32_cpu_lowering_rule, "cpu")
+    try:
+        hlo, rolled = lowered_and_drawn()
+        assert "while" in hlo
+    finally:
+        mlir.register_lowering(primitive, threefry2x32._threefry2x32_lowering_rule, "cpu")
+    for w, r in zip(jax.tree.leaves(written), jax.tree.leaves(rolled), strict=True):
+        np.testing.assert_array_equal(np.asarray(w), np.asarray(r))
