@@ -25,13 +25,11 @@ from typing import Any
 import jax
 
 from nnxrl.config.mesh import DistributedConfig, MeshConfig
-from nnxrl.parallel.cpu_random_bits import unroll_threefry_on_cpu
 from nnxrl.schema import ConfigError
 
 
 def start_jax(mesh: MeshConfig, distributed: DistributedConfig) -> None:
     """Set JAX's CPU device count and join the process group, if JAX has not started."""
-    unroll_threefry_on_cpu()
     if jax_started():
         return
     use_cpu_devices(mesh.cpu_devices)
@@ -86,11 +84,8 @@ def jax_started() -> bool:
 
 def use_cpu_devices(count: int | None = None) -> None:
     """Let JAX see ``count`` CPU devices (None: one per core), unless JAX has started
-    or ``JAX_NUM_CPU_DEVICES`` / an earlier ``jax_num_cpu_devices`` setting says otherwise.
-    Also lowers JAX's random bits on CPU without a loop (``cpu_random_bits``)."""
+    or ``JAX_NUM_CPU_DEVICES`` / an earlier ``jax_num_cpu_devices`` setting says otherwise."""
     from nnxrl.parallel.jax_variables import BAD_CPU_DEVICES
-
-    unroll_threefry_on_cpu()
 
     if BAD_CPU_DEVICES is not None:
         raise ConfigError(
