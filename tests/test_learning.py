@@ -23,12 +23,20 @@ def train_records(out, config, overrides, seed_offset):
     return [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
 
 
+# the off-policy and PQN configs at half their budget (their schedules scaled with it):
+# PQN's 250,000 env steps, DQN's 100,000, where the shipped configs run 500,000 and
+# 200,000 (measured at half: PQN 500 in every seed at offsets 0 and 1000; DQN means
+# 489.5, 499.0 and 500.0 at offsets 0, 1000 and 2000, the lowest seed 458)
+CARTPOLE_BUDGETS = {"ppo": [], "pqn": ["total_env_steps=250000"], "dqn": ["total_env_steps=100000"]}
+
+
 @pytest.mark.learning
-@pytest.mark.parametrize("algo", ["ppo", "pqn", "dqn"])
+@pytest.mark.parametrize("algo", list(CARTPOLE_BUDGETS))
 def test_cartpole_four_seeds_in_one_program_solve_it(tmp_path, algo, seed_offset):
     """The mean return of the last 5 % of updates: over 475 (of 500) averaged over 4
     seeds, and over 450 for at least 3 of them."""
-    records = train_records(tmp_path, f"configs/{algo}-cartpole.yaml", ["num_seeds=4"], seed_offset)
+    overrides = ["num_seeds=4", *CARTPOLE_BUDGETS[algo]]
+    records = train_records(tmp_path, f"configs/{algo}-cartpole.yaml", overrides, seed_offset)
     num_updates = max(r["update"] for r in records)
     tail = num_updates - int(0.05 * num_updates)
     finals = []
