@@ -333,7 +333,6 @@ def test_a_pbt_run_killed_after_its_exploit_steps_resumes_to_the_same_records(tm
     written (PBT steps at 8 and 16 done, the chunk holding the one at 24 maybe in
     flight), then resumed: metrics.jsonl is byte for byte an uninterrupted run's."""
     overrides = [*PBT_SWEEP, PBT, "total_env_steps=10240", "checkpoint.every_updates=8"]
-    overrides += [f"compile_cache.dir={tmp_path / 'cache'}"]  # the later two load the programs
     args = [arg for o in overrides for arg in ("--set", o)]
 
     def train(out, *more):
