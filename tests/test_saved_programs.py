@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -83,6 +84,23 @@ def test_an_edited_user_module_is_a_recompile_never_the_stale_program(tmp_path, 
     module.write_text("SCALE = 5.0\n")
     importlib.reload(user_scale)
     assert float(store(tmp_path).compiled("f", compile_scaled)(X)[1]) == 5.0
+
+
+def test_the_same_code_in_another_folder_is_the_same_key_and_an_edit_is_not(tmp_path):
+    """A fresh clone of the same commit loads what another clone saved: the key holds
+    the source's text and its path within the package, not the folder it lies in."""
+    package = Path(saved_programs.__file__).resolve().parents[1]
+    one, two = tmp_path / "one" / "nnxrl", tmp_path / "two" / "nnxrl"
+    for copy in (one, two):
+        shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    same = saved_programs.source_digest(one)
+    assert saved_programs.source_digest(two) == same
+    edited = two / "ops" / "gae.py"
+    edited.write_text(edited.read_text() + "\n# an edit\n")
+    assert saved_programs.source_digest(two) != same
+    moved = one / "ops" / "gae.py"
+    moved.rename(moved.with_name("gae_renamed.py"))  # the same text as another module
+    assert saved_programs.source_digest(one) != same
 
 
 def test_the_key_ignores_traced_values_and_host_settings_but_not_shapes():

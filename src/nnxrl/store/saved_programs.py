@@ -9,7 +9,9 @@ them:
 - the program's config: every section that shapes it, traced values (which enter
   as arguments) left out, so another learning rate still hits;
 - the code: nnxrl's own source files, every loaded module outside the installed
-  packages (a user's registered env, network or algorithm), and the versions of the
+  packages (a user's registered env, network or algorithm), each by its text and its
+  path within the package or its module's name, not by the folder it lies in (a fresh
+  clone of the same commit loads what another saved), and the versions of the
   distributions the program can import (nnxrl's requirements and its env suite's,
   with theirs: ``used_distributions``; another installed extra keeps the programs);
 - where it runs: Python and JAX versions, the backend, its devices and their kinds,
@@ -67,6 +69,7 @@ from nnxrl.networks.registry import network_kind
 from nnxrl.store.compile_cache import persistent_cache_off, writable
 
 FORMAT = 2  # bump when an entry's layout changes
+PACKAGE = Path(__file__).resolve().parents[1]  # nnxrl/
 KEEP_OTHER_CODE = 2  # entries of a program saved by other code kept beside the newest
 KILLED_SAVE_SECONDS = 600.0  # a part file older than this was left by a killed save
 HOST_SECTIONS = ("seed", "checkpoint", "compile_cache", "evaluation", "hp_schedule")
@@ -254,21 +257,25 @@ def code_facts() -> dict:
     }
 
 
-def source_digest() -> str:
-    """A digest of nnxrl's source files and of every loaded module outside Python's
-    and the installed packages' folders (a user's own code)."""
-    package = Path(__file__).resolve().parents[1]  # nnxrl/
-    files = set(package.rglob("*.py"))
+def source_digest(package: Path = PACKAGE) -> str:
+    """A digest of nnxrl's source files (``package``) and of every loaded module outside
+    Python's and the installed packages' folders (a user's own code): each file's text
+    under its path within the package, or under its module's name, never where it lies,
+    so that another checkout of the same code (a fresh clone, a moved folder) has the
+    same key and loads what this one saved."""
+    files = {
+        f"nnxrl/{path.relative_to(package).as_posix()}": path for path in package.rglob("*.py")
+    }
     installed = installed_folders()
-    for module in list(sys.modules.values()):
+    for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         if file and file.endswith(".py") and not file.startswith(installed):
             path = Path(file).resolve()
-            if not str(path).startswith(installed):
-                files.add(path)
+            if not str(path).startswith(installed) and not path.is_relative_to(PACKAGE):
+                files.setdefault(name, path)
     h = hashlib.sha256()
-    for path in sorted(files):
-        h.update(str(path).encode())
+    for label, path in sorted(files.items()):
+        h.update(label.encode())
         try:
             h.update(path.read_bytes())
         except OSError:
