@@ -91,15 +91,15 @@ feedforward_soft_actor_critic = builtin(SoftActorCritic, actor=True, squashed=Tr
 
 
 def gru_core(options: Any) -> Any:
-    return GRU
+    return partial(GRU, chrono=options.chrono)
 
 
 def lstm_core(options: Any) -> Any:
-    return LSTM
+    return partial(LSTM, chrono=options.chrono)
 
 
 def min_gru_core(options: Any) -> Any:
-    return partial(MinGRU, layers=options.layers)
+    return partial(MinGRU, layers=options.layers, chrono=options.chrono)
 
 
 def transformer_xl_core(options: Any) -> Any:

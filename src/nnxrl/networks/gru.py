@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nnxrl.networks.initializers import orthogonal
+from nnxrl.networks.initializers import chrono_bias, orthogonal
 from nnxrl.networks.torso import orthogonal_linear
 
 
@@ -28,11 +28,17 @@ class GRU(nnx.Module):
         n = tanh(W_n x + b_n + r * (U_n h))
         h' = (1 - z) * n + z * h,            h := 0 first where the step starts an episode
 
-    W x for all steps is one matmul before the scan; only U h runs step by step.
+    W x for all steps is one matmul before the scan; only U h runs step by step. The
+    biases start at 0 (z = 0.5: the state halves every step), or with ``chrono`` T
+    b_z = log(U(1, T - 1)) (``initializers.chrono_bias``).
     """
 
-    def __init__(self, in_features: int, hidden_size: int, rngs: nnx.Rngs):
+    def __init__(self, in_features: int, hidden_size: int, rngs: nnx.Rngs, chrono: int = 0):
         self.input = orthogonal_linear(in_features, 3 * hidden_size, 1.0, rngs)
+        if chrono:
+            keep = slice(hidden_size, 2 * hidden_size)  # z
+            bias = chrono_bias(rngs.params(), hidden_size, chrono)
+            self.input.bias[...] = self.input.bias[...].at[keep].set(bias)
         self.recurrent_kernel = nnx.Param(
             orthogonal(1.0)(rngs.params(), (hidden_size, 3 * hidden_size))
         )

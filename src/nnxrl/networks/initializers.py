@@ -23,6 +23,14 @@ import numpy as np
 PANEL = 32  # columns orthogonalised together by ``gram_schmidt``
 
 
+def chrono_bias(key: jax.Array, size: int, horizon: int) -> jax.Array:
+    """Chrono initialisation (Tallec and Ollivier 2018, arXiv:1804.11188): a gate
+    bias b = log(u), u ~ U(1, horizon - 1) [size], so that sigmoid(b) = u / (1 + u)
+    keeps a unit's memory for about 1 + u steps, time scales spread up to ``horizon``
+    (a gate at bias 0 halves it every step)."""
+    return jnp.log(jax.random.uniform(key, (size,), jnp.float32, 1.0, horizon - 1.0))
+
+
 def orthogonal(scale: float = 1.0):
     """An initialiser ``(key, shape, dtype) -> array`` that runs inside ``jit`` and
     ``vmap``: Gram-Schmidt on the Gaussian columns (``gram_schmidt``) gives Q with a

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from nnxrl.networks.initializers import orthogonal
+from nnxrl.networks.initializers import chrono_bias, orthogonal
 from nnxrl.networks.torso import orthogonal_linear
 
 
@@ -22,13 +22,18 @@ class LSTM(nnx.Module):
         (c, h) := 0 first where the step starts an episode
 
     The forget gate's bias starts at 1 (Jozefowicz et al. 2015), so that memory is kept
-    by default early in training. W x for all steps is one matmul before the scan.
+    by default early in training; with ``chrono`` T, b_f = log(U(1, T - 1)) and
+    b_i = -b_f (``initializers.chrono_bias``). W x for all steps is one matmul before
+    the scan.
     """
 
-    def __init__(self, in_features: int, hidden_size: int, rngs: nnx.Rngs):
+    def __init__(self, in_features: int, hidden_size: int, rngs: nnx.Rngs, chrono: int = 0):
         self.input = orthogonal_linear(in_features, 4 * hidden_size, 1.0, rngs)
         forget = slice(hidden_size, 2 * hidden_size)
-        self.input.bias[...] = self.input.bias[...].at[forget].set(1.0)
+        bias = chrono_bias(rngs.params(), hidden_size, chrono) if chrono else 1.0
+        self.input.bias[...] = self.input.bias[...].at[forget].set(bias)
+        if chrono:
+            self.input.bias[...] = self.input.bias[...].at[:hidden_size].set(-bias)
         self.recurrent_kernel = nnx.Param(
             orthogonal(1.0)(rngs.params(), (hidden_size, 4 * hidden_size))
         )

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from nnxrl.networks.initializers import chrono_bias
 from nnxrl.networks.torso import orthogonal_linear
 
 
@@ -26,12 +27,20 @@ class MinGRU(nnx.Module):
 
     that is h_t = a_t * h_{t-1} + b_t with a_t = (1 - z_t) * (1 - start_t) and
     b_t = z_t * h~_t, computed for all t at once by ``linear_recurrence``. The state
-    [B, layers * H] holds every layer's last h.
+    [B, layers * H] holds every layer's last h. The biases start at 0 (a_t = 0.5 at
+    first), or with ``chrono`` T each layer's b_z = -log(U(1, T - 1))
+    (``initializers.chrono_bias``), so that 1 - z starts between 1/2 and 1 - 1/T.
     """
 
-    def __init__(self, in_features: int, hidden_size: int, rngs: nnx.Rngs, layers: int = 1):
+    def __init__(
+        self, in_features: int, hidden_size: int, rngs: nnx.Rngs, layers: int = 1, chrono: int = 0
+    ):
         sizes = [in_features] + [hidden_size] * (layers - 1)
         self.gates = nnx.List([orthogonal_linear(d, 2 * hidden_size, 1.0, rngs) for d in sizes])
+        if chrono:
+            for gate in self.gates:
+                bias = -chrono_bias(rngs.params(), hidden_size, chrono)
+                gate.bias[...] = gate.bias[...].at[:hidden_size].set(bias)
         self.hidden_size = hidden_size
         self.state_size = layers * hidden_size
 

@@ -36,7 +36,13 @@ from typing import Any, NamedTuple
 from nnxrl.lazy import imported
 from nnxrl.networks.heads import head as head_entry
 from nnxrl.networks.heads import known_heads
-from nnxrl.networks.settings import MinGRUOptions, NetworkSettings, NoOptions, TransformerXLOptions
+from nnxrl.networks.settings import (
+    MinGRUOptions,
+    NetworkSettings,
+    NoOptions,
+    RecurrentOptions,
+    TransformerXLOptions,
+)
 from nnxrl.schema import ConfigError, build_section, unknown_name
 
 SHIPPED_HEADS = ("actor_critic", "q")  # the heads the shipped kinds carry (heads.py)
@@ -127,7 +133,7 @@ register_network(
         "soft_actor_critic": imported("nnxrl.networks.factory", "feedforward_soft_actor_critic"),
     },
 )
-register_network("gru", NoOptions, _shipped("gru"), sequences=True)
-register_network("lstm", NoOptions, _shipped("lstm"), sequences=True)
+register_network("gru", RecurrentOptions, _shipped("gru"), sequences=True)
+register_network("lstm", RecurrentOptions, _shipped("lstm"), sequences=True)
 register_network("min_gru", MinGRUOptions, _shipped("min_gru"), sequences=True)
 register_network("transformer_xl", TransformerXLOptions, _shipped("transformer_xl"), sequences=True)

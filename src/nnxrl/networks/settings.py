@@ -17,11 +17,11 @@ class NetworkSettings:
         "feedforward",
         "feedforward: separate actor and critic MLPs (PQN: one Q-network MLP). The memory "
         "kinds, an embedding and a memory core of size width shared by actor and critic "
-        "MLP heads (PQN: under a linear Q head), trained on whole env sequences: gru; "
-        "lstm; min_gru (a minimal GRU, a linear recurrence trained by a parallel scan; "
-        "options: layers); transformer_xl (a gated Transformer-XL attending to the last "
-        "M steps; options: layers, heads, memory, gate_bias). Or any kind registered with "
-        "nnxrl.register_network.",
+        "MLP heads (PQN: under a linear Q head), trained on whole env sequences: gru and "
+        "lstm (options: chrono); min_gru (a minimal GRU, a linear recurrence trained by a "
+        "parallel scan; options: layers, chrono); transformer_xl (a gated Transformer-XL "
+        "attending to the last M steps; options: layers, heads, memory, gate_bias). Or any "
+        "kind registered with nnxrl.register_network.",
     )
     num_layers: int = setting(
         2,
@@ -69,6 +69,32 @@ class NoOptions:
     """The settings of a network kind that has none of its own."""
 
 
+CHRONO_HELP = (
+    "0: the gates' biases start at the kind's default; T >= 3: chrono initialisation "
+    "(Tallec and Ollivier 2018), the keep gate's bias log(U(1, T - 1)) per unit, so that "
+    "the units start out keeping their state for 2 to T steps (memory further back "
+    "than a few steps gets a gradient from the start)."
+)
+
+
+def _check_chrono(chrono: int) -> None:
+    if chrono in (1, 2):
+        raise ConfigError(
+            f"network.options.chrono: {chrono} is too short a horizon; use 0 (off) or a "
+            "number of steps >= 3, e.g. the delay the task asks to remember"
+        )
+
+
+@dataclass(frozen=True)
+class RecurrentOptions:
+    """``network.options`` of ``network.kind: gru`` and ``lstm``."""
+
+    chrono: int = setting(0, CHRONO_HELP, low=0)
+
+    def check(self, network: NetworkSettings) -> None:
+        _check_chrono(self.chrono)
+
+
 @dataclass(frozen=True)
 class MinGRUOptions:
     """``network.options`` of ``network.kind: min_gru``."""
@@ -80,6 +106,10 @@ class MinGRUOptions:
         low=1,
         high=16,
     )
+    chrono: int = setting(0, CHRONO_HELP, low=0)
+
+    def check(self, network: NetworkSettings) -> None:
+        _check_chrono(self.chrono)
 
 
 @dataclass(frozen=True)
