@@ -48,7 +48,7 @@ KINDS = {  # name: overrides
         "network.options={layers: 1, heads: 2, memory: 8}",
     ],
 }
-SHOWN = (0, 1, 2, 4, 8, 16, 32, 48)  # the k columns printed (those under T)
+SHOWN = (0, 1, 2, 4, 8, 12, 16, 24, 32, 48)  # the k columns printed (those under T)
 
 
 def main() -> None:
@@ -71,7 +71,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--config", default="configs/ppo-rnn-repeat-previous.yaml")
     parser.add_argument("--set", action="append", default=[], help="an override")
     parser.add_argument(
-        "--variant", action="append", default=[], help="NAME=OVERRIDE;OVERRIDE... (a row)"
+        "--variant",
+        action="append",
+        default=[],
+        help="NAME=OVERRIDE;OVERRIDE... (a row; NAME without '=')",
     )
     parser.add_argument("--run", help="a run's directory: its latest checkpoint's networks")
     parser.add_argument("--steps", type=int, default=25, help="T, the sequence's length")
