@@ -128,6 +128,21 @@ CASES = {
         ["env.num_envs=64", "logging.updates_per_chunk=2", "logging.backends=[]"],
         2,
     ),
+    # the tests' smoke runs: most of their time is compiling (fast_compile's programs)
+    "CartPole-v1, 32 tiny updates, fast_compile (tests/cli_runs.py)": (
+        "configs/ppo-cartpole.yaml",
+        ["total_env_steps=2048", "ppo.num_steps=16", "network.width=16", "fast_compile=true"],
+        1,
+    ),
+    "Craftax-Classic-Symbolic, 2 tiny updates, fast_compile (tests/cli_runs.py)": (
+        "configs/ppo-craftax-classic-symbolic.yaml",
+        [
+            *["fast_compile=true", "env.num_envs=8", "env.reset_ratio=4", "ppo.num_steps=8"],
+            *["total_env_steps=128", "ppo.num_minibatches=2", "ppo.num_epochs=1"],
+            *["network.width=64", "logging.updates_per_chunk=1", "logging.backends=[]"],
+        ],
+        1,
+    ),
     "Craftax-Classic-Symbolic, 1 seed": (
         "configs/ppo-craftax-classic-symbolic.yaml",
         ["total_env_steps=1048576", "logging.updates_per_chunk=1", "logging.backends=[]"],

@@ -30,8 +30,8 @@ def sets(overrides: list[str]) -> list[str]:
 
 
 # CartPole at 2048 env steps: 32 updates of 4 envs x 16 steps, one per chunk; compiled
-# fast (XLA's backend optimisations off: what these runs check is what is compiled or
-# loaded, not how fast it runs), which took their two test files from 65 s to 55 s
+# fast (fast_compile: what these runs check is what is compiled or loaded, not how
+# fast it runs), which took their two test files from 65 s to 55 s
 CARTPOLE_32_UPDATES = [
     "total_env_steps=2048",
     "ppo.num_steps=16",
@@ -52,7 +52,7 @@ def train_logged(out: Path, overrides: list[str]) -> str:
 
 
 # Craftax at a size that compiles and runs in seconds: 2 updates of 8 envs x 8 steps,
-# compiled with XLA's backend optimisations off (a third less compiling).
+# compiled fast (fast_compile: XLA's backend optimisations and CPU fusion emitters off).
 TINY_CRAFTAX = [
     "fast_compile=true",
     "env.num_envs=8",

@@ -19,7 +19,7 @@ import pytest
 from nnxrl.config import ConfigError, EnvConfig
 from nnxrl.envs import check_env_config, make_env
 from nnxrl.envs.base import legal_actions
-from nnxrl.envs.compiler_options import FAST_COMPILE
+from nnxrl.envs.compiler_options import FAST_COMPILE_CPU
 
 ROOT = Path(__file__).parents[1]
 
@@ -201,7 +201,7 @@ def adapter_rollout(case: Case, keys: jax.Array) -> dict:
         obs, state = env.reset(keys[0])
         return jax.lax.scan(functools.partial(adapter_step, env, case), (obs, state), keys[1:])[1]
 
-    steps = jax.jit(rollout, compiler_options=FAST_COMPILE)(keys)
+    steps = jax.jit(rollout, compiler_options=FAST_COMPILE_CPU)(keys)
     return jax.tree.map(np.asarray, steps)
 
 
@@ -227,7 +227,7 @@ def suite_rollout(case: Case, keys: jax.Array) -> dict:
     all_keys = env_keys(keys[1:])  # action, step and reset keys: [T, B] each
     first_keys = jax.random.split(keys[0], case.num_envs)
     play = functools.partial(play_one_env, reset, step, case.legal_only)
-    play = jax.jit(play, compiler_options=FAST_COMPILE)
+    play = jax.jit(play, compiler_options=FAST_COMPILE_CPU)
     envs = [play(first_keys[b], [k[:, b] for k in all_keys]) for b in range(case.num_envs)]
     return {k: np.stack([np.asarray(e[k]) for e in envs], axis=1) for k in envs[0]}
 

@@ -131,8 +131,9 @@ def test_a_sweep_of_several_programs_is_refused_naming_train_groups():
 
 
 def test_fast_compile_reaches_init_and_the_evaluation_and_still_trains():
-    """fast_compile=true compiles with XLA's backend optimisations off: init and the
-    in-run evaluation are other executables than by default, and the chunk trains."""
+    """fast_compile=true compiles with XLA's backend optimisations and CPU fusion
+    emitters off: init and the in-run evaluation are other executables than by default,
+    and the chunk trains."""
 
     def compiled(fast: str) -> tuple[bytes, bytes, dict]:
         overrides = [*TINY, "compile_cache.enabled=false", f"fast_compile={fast}"]

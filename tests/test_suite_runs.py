@@ -39,7 +39,7 @@ RUNS = {
 def tiny(algo: str) -> list[str]:
     """4 updates of 8 envs x 32 steps, a checkpoint every 2; a sweep of two learning
     rates in the program, each setting's envs split over the two devices; compiled
-    fast (XLA's backend optimisations off), as nothing here is timed."""
+    fast (fast_compile), as nothing here is timed."""
     return [
         f"sweep.grid={{{algo}.learning_rate: [1.0e-4, 3.0e-4]}}",
         "mesh.envs=2",

@@ -3,9 +3,11 @@ compiler_options=...)``, per program, so that one env's needs do not slow anothe
 
 - The env's own, on CPU (``EnvSpec.cpu_options``): Craftax keeps YNNPACK to single dot
   products, which keeps world generation's compile short and would slow CartPole.
-- ``FAST_COMPILE`` for a ``fast_compile`` run: XLA's backend optimisations off, so
-  compiling takes about two thirds of the time and the program runs slower (measured in
-  ``docs/performance.md``): for smoke runs and debugging, not for training.
+- ``FAST_COMPILE`` for a ``fast_compile`` run: XLA's backend optimisations off, and
+  its CPU fusion emitters too (fused loops emitted by the older element-wise emitter,
+  which compiles sooner: a tiny run's programs in about half the time of the default's),
+  so the program runs slower than a default run's: for smoke runs, tests and debugging,
+  not for training (measured in ``docs/performance.md``).
 """
 
 from __future__ import annotations
@@ -17,10 +19,15 @@ import jax
 from nnxrl.envs import EnvSpec
 
 FAST_COMPILE = {"xla_backend_optimization_level": "0"}
+# a bool, not "false": that string did not turn the emitters off (the compile got longer)
+FAST_COMPILE_CPU = {**FAST_COMPILE, "xla_cpu_use_fusion_emitters": False}
 
 
 def compiler_options(spec: EnvSpec, fast: bool = False) -> dict[str, Any]:
     """The XLA options of a program of the env ``spec`` describes (``fast``: the
     run's ``fast_compile``)."""
-    options = dict(spec.cpu_options) if jax.default_backend() == "cpu" else {}
-    return {**options, **FAST_COMPILE} if fast else options
+    on_cpu = jax.default_backend() == "cpu"
+    options = dict(spec.cpu_options) if on_cpu else {}
+    if fast:
+        options |= FAST_COMPILE_CPU if on_cpu else FAST_COMPILE
+    return options
