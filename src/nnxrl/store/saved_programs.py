@@ -267,7 +267,9 @@ def source_digest(package: Path = PACKAGE) -> str:
         f"nnxrl/{path.relative_to(package).as_posix()}": path for path in package.rglob("*.py")
     }
     installed = installed_folders()
-    for name, module in list(sys.modules.items()):
+    # a copy taken in one step: a thread importing meanwhile (a tracker's, say) changes
+    # sys.modules, which broke ``list(sys.modules.items())`` once in the tests
+    for name, module in sys.modules.copy().items():
         file = getattr(module, "__file__", None)
         if file and file.endswith(".py") and not file.startswith(installed):
             path = Path(file).resolve()
