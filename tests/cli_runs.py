@@ -13,8 +13,10 @@ from nnxrl.cli import main
 ROOT = Path(__file__).parents[1]
 CARTPOLE = str(ROOT / "configs/ppo-cartpole.yaml")
 # 40 updates of CartPole, 4 envs x 32 steps, in chunks of 4, checkpointed every 20 (an
-# Orbax save takes 0.2-0.5 s however small the state: a test saves no more than it needs)
+# Orbax save takes 0.2-0.5 s however small the state: a test saves no more than it needs),
+# compiled fast
 SHORT_CARTPOLE = [
+    "fast_compile=true",
     "total_env_steps=5120",
     "ppo.num_steps=32",
     "ppo.num_minibatches=2",

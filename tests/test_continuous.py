@@ -24,7 +24,8 @@ from nnxrl.store import checkpoint
 
 ROOT = Path(__file__).parents[1]
 PENDULUM = str(ROOT / "configs/ppo-pendulum.yaml")
-SHORT = [  # 4 updates of 16 envs x 32 steps, checkpoints every 2
+SHORT = [  # 4 updates of 16 envs x 32 steps, checkpoints every 2, compiled fast
+    "fast_compile=true",
     "total_env_steps=2048",
     "ppo.num_steps=32",
     "ppo.num_minibatches=4",
@@ -228,6 +229,7 @@ def test_a_brax_ant_smoke_run_writes_finite_metrics(tmp_path, capsys):
         "total_env_steps=512",
         "env.kwargs={backend: spring, episode_length: 24}",
         "logging.backends=[]",
+        "fast_compile=true",
     ]
     args = ["train", str(ROOT / "configs/ppo-brax-ant.yaml"), "--out", str(out)]
     assert main(args + sum((["--set", o] for o in overrides), [])) == 0

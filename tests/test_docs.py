@@ -134,6 +134,8 @@ def test_the_readmes_tour_runs_as_written_at_tiny_sizes(tmp_path, monkeypatch, c
             args = args + [x for o in TOUR_TINY[config] for x in ("--set", o)]
         if "--episodes" in args:  # a tiny policy plays few episodes
             args[args.index("--episodes") + 1] = "2"
+        if args[0] in ("eval", "render"):  # compiled as the tiny runs' programs are
+            args = [*args, "--fast-compile"]
         status = 130 if "--stop-after" in args else 0
         assert main(args) == status, (args, capsys.readouterr())
     for made in ("runs/craftax/policy", "policies/ppo", "episode.gif", "curves.png", "compare"):

@@ -75,6 +75,7 @@ def test_a_registered_network_kind_is_trained_by_ppo_and_pqn_from_yaml(tmp_path,
     args = ["--plugin", "examples/custom_network.py", "train", f"configs/{config}.yaml"]
     args += ["--out", str(out), "--set", "network.kind=resmlp"]
     args += ["--set", "network.options={num_blocks: 3}", "--set", "network.width=32"]
+    args += ["--set", "fast_compile=true"]
     assert cli(args + ["--set", "total_env_steps=4096", "--set", "logging.backends=[]"]) == 0
     paths = [path for path, _ in param_paths(load_policy(out / "policy").params)]
     assert sum(p.startswith("torso.blocks.") and p.endswith(".kernel.value") for p in paths) == 3
@@ -106,6 +107,7 @@ def test_a_third_algorithm_trains_from_yaml_with_an_addon_unchanged(tmp_path):
         "logging.backends=[]",
         "intrinsic.addon=rnd",
         "sweep.grid={a2c.ent_coef: [0.0, 0.05]}",
+        "fast_compile=true",
     ]
     args = A2C + ["train", "examples/a2c-cartpole.yaml", "--out", str(out)]
     assert cli(args + sum((["--set", s] for s in overrides), [])) == 0
@@ -183,7 +185,7 @@ def test_a_head_of_ones_own_is_trained_and_evaluated_without_editing_the_core(tm
     and greedy, and refuses --epsilon, which the head does not take."""
     out = tmp_path / "boltzmann"
     overrides = ["total_env_steps=2048", "logging.backends=[]", "network.kind=gru"]
-    overrides += ["pqn_boltzmann.num_minibatches=4"]
+    overrides += ["pqn_boltzmann.num_minibatches=4", "fast_compile=true"]
     args = HEAD + ["train", "examples/boltzmann-cartpole.yaml", "--out", str(out)]
     assert cli(args + sum((["--set", s] for s in overrides), [])) == 0
     records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]

@@ -265,7 +265,7 @@ def test_each_kind_trains_exports_evaluates_and_renders(kind, algo, extra, tmp_p
     config = CARTPOLE if algo == "ppo" else CARTPOLE.replace("ppo-cartpole", "pqn-cartpole")
     short = [s.replace("ppo.", f"{algo}.") for s in SHORT_CARTPOLE]
     overrides = [*short, "env.num_envs=4", "total_env_steps=1024", f"network.kind={kind}"]
-    overrides += ["network.width=16", "fast_compile=true", *extra]
+    overrides += ["network.width=16", *extra]
     records = train(tmp_path / "run", config, overrides)
     assert len(records) == 8 and all(np.isfinite(r["loss/total"]) for r in records)
     report = tmp_path / "eval.json"

@@ -155,6 +155,9 @@ def test_a_nan_fitness_counts_as_the_least_fit():
 
 PBT_SWEEP = [
     *SHORT_CARTPOLE,
+    # compiled as a user's run is: the PBT and the plain program then agree to 1e-5 in
+    # their first updates (compiled fast they differed by 2.6e-5, other fused loops)
+    "fast_compile=false",
     "num_seeds=2",
     "sweep.grid={ppo.learning_rate: [1.0e-4, 1.0e-3, 3.0e-3, 1.0e-2]}",
 ]
