@@ -82,6 +82,29 @@ def test_records_and_aggregates_from_a_chunk():
     assert agg[1]["episode_return/std"] == 0.0
 
 
+def test_a_chunks_aggregates_are_each_updates_own():
+    """``aggregate`` computes a metric over all of a chunk's updates at once, grouping
+    updates by how many seeds have a value; each aggregate must still be its own
+    update's, key for key and bit for bit: a sweep of 2 settings x 3 seeds with
+    episodes ending in some seeds only, a non-finite loss and a diverged member."""
+    from nnxrl.logging.records import Members
+
+    rng = np.random.default_rng(0)
+    shape = (6, 40)  # members x updates
+    metrics = {
+        "episode_count": rng.integers(0, 2, shape),
+        "episode_return": rng.normal(size=shape),
+        "loss/total": np.where(rng.random(shape) < 0.2, np.nan, rng.normal(size=shape)),
+        "nonfinite": (rng.random(shape) < 0.05).astype(np.float32),
+    }
+    members = Members(3, ((0, {"ppo.learning_rate": 1e-3}), (1, {"ppo.learning_rate": 1e-2})))
+    records = chunk_to_records(metrics, first_update=1, batch_size=8, members=members)
+    one_by_one = [
+        a for u in range(1, 41) for a in aggregate([r for r in records if r["update"] == u])
+    ]
+    assert json.dumps(aggregate(records)) == json.dumps(one_by_one)
+
+
 @pytest.fixture(scope="module")
 def reference_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("reference")

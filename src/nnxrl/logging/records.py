@@ -6,6 +6,7 @@ seed of one setting. Its identity is in ``ID_KEYS``; every other key is a metric
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -138,31 +139,64 @@ def chunk_to_records(
 def aggregate(records: list[dict]) -> list[dict]:
     """Per update (and in a sweep per setting): mean, std, min, max across seeds of
     every numeric metric (None values are left out; a metric with none left is
-    omitted). A sweep's aggregates carry the setting's index and values."""
-    by_update: dict[tuple, list[dict]] = {}
+    omitted). A sweep's aggregates carry the setting's index and values.
+
+    The statistics are computed a metric at a time over every update of the chunk
+    (``numpy`` along rows of equal length, the values numpy gives one row alone):
+    update by update they cost SAC's 20,000-update run 6 s of the host's time."""
+    groups: dict[tuple, list[dict]] = {}
     for r in records:
-        by_update.setdefault((r["update"], r.get("setting")), []).append(r)
-    out = []
-    for (update, setting), rows in by_update.items():
-        agg = {"update": update, "env_steps": rows[0]["env_steps"]}
-        if setting is not None:
-            agg.update(setting=setting, hparams=rows[0]["hparams"])
-        agg["num_seeds"] = len(rows)
-        names = dict.fromkeys(name for r in rows for name, _ in metric_items(r))
-        for name in names:
-            values = [r[name] for r in rows if r.get(name) is not None]
-            if values:
-                v = np.asarray(values, dtype=np.float64)
-                agg.update(
-                    {
-                        f"{name}/mean": float(v.mean()),
-                        f"{name}/std": float(v.std()),
-                        f"{name}/min": float(v.min()),
-                        f"{name}/max": float(v.max()),
-                    }
-                )
+        groups.setdefault((r["update"], r.get("setting")), []).append(r)
+    out, columns = [], {}  # (metric, count of values) -> (aggregates, their values)
+    for (update, setting), rows in groups.items():
+        agg, values = aggregate_head(update, setting, rows), metric_values(rows)
+        for name, row_values in values.items():
+            agg.update(dict.fromkeys(stat_keys(name)))  # the keys in order, filled below
+            taken = columns.setdefault((name, len(row_values)), ([], []))
+            taken[0].append(agg)
+            taken[1].append(row_values)
         out.append(agg)
+    for (name, _), (aggs, rows_of_values) in columns.items():
+        fill_stats(name, aggs, np.asarray(rows_of_values, dtype=np.float64))
     return out
+
+
+def aggregate_head(update: int, setting: int | None, rows: list[dict]) -> dict:
+    """An aggregate's identity: update, env steps, a sweep's setting, the seed count."""
+    agg = {"update": update, "env_steps": rows[0]["env_steps"]}
+    if setting is not None:
+        agg.update(setting=setting, hparams=rows[0]["hparams"])
+    agg["num_seeds"] = len(rows)
+    return agg
+
+
+def metric_values(rows: list[dict]) -> dict[str, list]:
+    """Each metric with a value in ``rows``: its values in row order (metrics in the
+    order they first appear)."""
+    values: dict[str, list] = {}
+    for r in rows:
+        for name, value in metric_items(r):
+            values.setdefault(name, []).append(value)
+    return values
+
+
+@functools.cache
+def stat_keys(name: str) -> tuple[str, ...]:
+    """The keys of a metric's four statistics in an aggregate."""
+    return (f"{name}/mean", f"{name}/std", f"{name}/min", f"{name}/max")
+
+
+def fill_stats(name: str, aggs: list[dict], values: np.ndarray) -> None:
+    """values [A, n]: one row of ``name``'s n values per aggregate of ``aggs``."""
+    stats = zip(
+        values.mean(axis=1).tolist(),
+        values.std(axis=1).tolist(),
+        values.min(axis=1).tolist(),
+        values.max(axis=1).tolist(),
+        strict=True,
+    )
+    for agg, row in zip(aggs, stats, strict=True):
+        agg.update(zip(stat_keys(name), row, strict=True))
 
 
 def records_to_arrays(records: list[dict], members: int | Members) -> dict[str, np.ndarray]:
