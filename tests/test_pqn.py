@@ -126,9 +126,6 @@ def test_every_addon_in_every_mode_runs_under_pqn_through_the_cli(tmp_path, env,
     assert policy.stream_weights == ((1.0, 0.5) if mode == "value_head" else (1.0,))
 
 
-FAST = "--fast-compile"  # the tiny run's eval and render compiled as its programs were
-
-
 @pytest.fixture(scope="module")
 def pqn_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("pqn") / "run"
@@ -138,28 +135,25 @@ def pqn_run(tmp_path_factory):
 
 def test_eval_render_and_export_act_greedily_on_a_pqn_run(pqn_run, tmp_path, capsys):
     report = tmp_path / "eval.json"
-    assert main(["eval", str(pqn_run), "--episodes", "3", "--json", str(report), FAST]) == 0
+    assert play("eval", pqn_run, "--episodes", "3", "--json", str(report)) == 0
     data = json.loads(report.read_text())
     assert data["algo"] == "pqn" and data["actions"] == "greedy"
     assert len(data["seeds"]) == 2 and all(s["episodes"] == 3 for s in data["seeds"])
     # greedy is the default: the same episodes with or without --greedy
     again = tmp_path / "greedy.json"
-    assert (
-        main(["eval", str(pqn_run), "--episodes", "3", "--greedy", "--json", str(again), FAST]) == 0
-    )
+    assert play("eval", pqn_run, "--episodes", "3", "--greedy", "--json", str(again)) == 0
     assert json.loads(again.read_text())["seeds"] == data["seeds"]
     explore = tmp_path / "explore.json"
-    args = ["eval", str(pqn_run), "--episodes", "3", "--epsilon", "1", "--json", str(explore), FAST]
-    assert main(args) == 0
+    assert play("eval", pqn_run, "--episodes", "3", "--epsilon", "1", "--json", str(explore)) == 0
     assert json.loads(explore.read_text())["actions"] == "epsilon-greedy (epsilon=1)"
     assert json.loads(explore.read_text())["greedy"] is False
     capsys.readouterr()
-    both = ["eval", str(pqn_run), "--episodes", "3", "--greedy", "--epsilon", "0.05", FAST]
-    assert main([*both, "--json", str(explore)]) == 0  # an option that does nothing is named
+    both = ["--episodes", "3", "--greedy", "--epsilon", "0.05", "--json", str(explore)]
+    assert play("eval", pqn_run, *both) == 0  # an option that does nothing is named
     assert "--epsilon 0.05 is ignored: --greedy acts greedily" in capsys.readouterr().err
     assert json.loads(explore.read_text())["greedy"] is True
     gif = tmp_path / "episode.gif"
-    assert main(["render", str(pqn_run), "--seed", "1", "--out", str(gif), FAST]) == 0
+    assert play("render", pqn_run, "--seed", "1", "--out", str(gif)) == 0
     assert gif.stat().st_size > 0
     exported = tmp_path / "policy"
     assert main(["export", str(pqn_run), "--out", str(exported)]) == 0
@@ -173,6 +167,11 @@ def test_eval_render_and_export_act_greedily_on_a_pqn_run(pqn_run, tmp_path, cap
     uniform = replace(policy, epsilon=1.0)
     draws = np.concatenate([np.asarray(uniform.act(obs, jax.random.key(k))[0]) for k in range(50)])
     assert set(draws.tolist()) == {0, 1}  # epsilon 1: every action turns up
+
+
+def play(command: str, run, *options: str) -> int:
+    """``nnxrl eval`` or ``render`` of ``run``, compiled fast as the tiny run's programs were."""
+    return main([command, str(run), *options, "--fast-compile"])
 
 
 def test_epsilon_is_refused_for_a_ppo_policy(tmp_path, capsys):
