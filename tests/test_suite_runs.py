@@ -112,12 +112,15 @@ def random_play_return(env_id: str, episodes_from: int = 64, steps: int = 1500) 
 
 @pytest.mark.learning
 def test_ppo_on_2048_beats_random_legal_play(tmp_path, seed_offset):
-    """PPO on the masked 2048 (its shipped config at 64 envs, 262,144 env steps, 3 seeds
-    in one program): the return of the last 100 training episodes is over 1.5x that of
-    random legal play (about 1080) in at least 2 seeds and on average. Holds at seed
-    offsets 0 and 1000; a sweep of these settings over 3 seeds ended at 4056 [3806, 4297]
-    (3.8x), and at the earlier learning rate of 3e-4 one offset had two seeds at 1.1x
-    and 1.3x: the claim is about this config, not PPO on 2048 at any setting."""
+    """PPO on the masked 2048 (its shipped config at 64 envs, 262,144 env steps, 2 seeds
+    in one program, one per device): the return of the last 100 training episodes
+    averages over 1.5x that of random legal play (about 1080), and every seed's is over
+    1.2x. Measured at seed offsets 0, 1000 and 2000: 3.6x and 4.6x, 3.2x and 4.1x, 3.4x
+    and 1.6x (3 seeds at offset 0: 4.4x, 3.9x, 2.2x; 3 seeds share one of the two
+    devices and cost 1.5x the CPU time of 2). A sweep of these settings over 3 seeds
+    ended at 4056 [3806, 4297] (3.8x), and at the earlier learning rate of 3e-4 one
+    offset had two seeds at 1.1x and 1.3x: the claim is about this config, not PPO on
+    2048 at any setting."""
     pytest.importorskip("pgx")
     overrides = [
         "env.num_envs=64",
@@ -125,7 +128,7 @@ def test_ppo_on_2048_beats_random_legal_play(tmp_path, seed_offset):
         "ppo.num_minibatches=4",
         "network.width=128",
         "total_env_steps=262144",
-        "num_seeds=3",
+        "num_seeds=2",
         f"seed={seed_offset}",
         "logging.backends=[]",
     ]
@@ -137,4 +140,4 @@ def test_ppo_on_2048_beats_random_legal_play(tmp_path, seed_offset):
     random_return = random_play_return("pgx:2048")
     assert 900 < random_return < 1300, random_return  # the baseline is what was measured
     ratios = finals / random_return
-    assert (ratios > 1.5).sum() >= 2 and ratios.mean() > 1.5, ratios
+    assert len(ratios) == 2 and ratios.mean() > 1.5 and (ratios > 1.2).all(), ratios
