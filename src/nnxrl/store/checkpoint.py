@@ -72,12 +72,16 @@ def _is_key(x: Any) -> bool:
 
 
 def _leaves(state: Any) -> tuple[list[Any], list[str]]:
-    """The state's leaves as saved (keys as raw key data; device arrays stay where they
-    are, so that every process writes its own shards) and their paths."""
+    """The state's leaves as saved (keys as raw key data) and their paths. In a run of
+    one process they are copied to NumPy first: Orbax writes a host array in about
+    half the time of a device array, whose shards it handles one by one
+    (``benchmarks/checkpoint_saves.py``). In a run of several, device arrays stay where
+    they are, so that every process writes its own shards."""
     flat, _ = jax.tree_util.tree_flatten_with_path(state)
+    to_host = np.asarray if jax.process_count() == 1 else lambda x: x
     arrays, paths = [], []
     for path, leaf in flat:
-        arrays.append(jax.random.key_data(leaf) if _is_key(leaf) else leaf)
+        arrays.append(to_host(jax.random.key_data(leaf) if _is_key(leaf) else leaf))
         paths.append(jax.tree_util.keystr(path))
     return arrays, paths
 
