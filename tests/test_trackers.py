@@ -198,8 +198,10 @@ def test_a_tracking_server_that_goes_away_gets_every_point_once_when_back(tmp_pa
         os.killpg(server.pid, signal.SIGKILL)
         server.wait()
         gone = updates_recorded(out)
+        # started again at once: its start (about 15 s, 7 of them imports) is the outage
+        server = start_mlflow_server(tmp_path / "server.db", port)
         wait_for(lambda: updates_recorded(out) > gone + 200, run, "200 updates without it")
-        server = mlflow_server(tmp_path / "server.db", port)
+        wait_until_up(server, port)
         kept = updates_recorded(out)
         wait_for(lambda: max(points(client, out), default=0) >= 2048 * kept, run, "the kept")
         run.send_signal(signal.SIGINT)
@@ -242,18 +244,27 @@ def free_port() -> int:
 
 
 def mlflow_server(store, port: int) -> subprocess.Popen:
-    """``mlflow server`` on ``store`` at ``port`` (its job runners off), once it answers;
-    its artifacts beside the store (by default they go to ./mlartifacts, the checkout)."""
+    """``mlflow server`` on ``store`` at ``port``, once it answers."""
+    return wait_until_up(start_mlflow_server(store, port), port)
+
+
+def start_mlflow_server(store, port: int) -> subprocess.Popen:
+    """``mlflow server`` on ``store`` at ``port`` (its job runners off), starting; its
+    artifacts beside the store (by default they go to ./mlartifacts, the checkout)."""
     command = [sys.executable, "-m", "mlflow", "server", "--workers", "1", "--port", str(port)]
     command += ["--host", "127.0.0.1", "--backend-store-uri", f"sqlite:///{store}"]
     command += ["--artifacts-destination", str(store.parent / "mlartifacts")]
-    server = subprocess.Popen(
+    return subprocess.Popen(
         command,
         env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+
+
+def wait_until_up(server: subprocess.Popen, port: int) -> subprocess.Popen:
+    """``server`` once it answers at ``port``."""
     deadline = time.monotonic() + 180
     while True:
         try:
