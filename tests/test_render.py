@@ -48,7 +48,7 @@ def test_render_draws_each_step(env_id, tmp_path):
     assert frames[0].shape == (2 * height + 14 + 4, 2 * width, 3)  # caption, timeline
     body = [f[14:-4] for f in frames]
     assert len({b.tobytes() for b in body}) > 1  # the picture follows the episode
-    assert all(len(np.unique(b.reshape(-1, 3), axis=0)) >= 2 for b in body)  # not blank
+    assert all((b != b[0, 0]).any() for b in body)  # not blank: two colours or more
     captions = [f[:14] for f in frames]
     assert captions[0].min() < 128 and captions[0].tobytes() != captions[-1].tobytes()
 
