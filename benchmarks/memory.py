@@ -31,13 +31,17 @@ from nnxrl import config as C  # noqa: E402
 from nnxrl.config import schedule  # noqa: E402
 from nnxrl.run.programs import compile_programs  # noqa: E402
 
-# network.kind -> its options here (the transformer: one layer, a window of 8 steps)
+# a row's name -> its network overrides (the transformer: one layer, a window of 8 steps)
 KINDS = {
-    "feedforward": [],
-    "gru": [],
-    "lstm": [],
-    "min_gru": [],
-    "transformer_xl": ["network.options={layers: 1, heads: 2, memory: 8}"],
+    "feedforward": ["network.kind=feedforward"],
+    "gru": ["network.kind=gru"],
+    "lstm": ["network.kind=lstm"],
+    "min_gru": ["network.kind=min_gru"],
+    "min_gru_conv4": ["network.kind=min_gru", "network.options={conv: 4}"],
+    "transformer_xl": [
+        "network.kind=transformer_xl",
+        "network.options={layers: 1, heads: 2, memory: 8}",
+    ],
 }
 COMMON = ["logging.backends=[]", "compile_cache.enabled=false", "num_seeds=1"]
 TASKS = {  # (config, overrides); {algo} is ppo or pqn
@@ -83,14 +87,14 @@ def timed_chunks(config: C.Config, chunks: int = 5) -> tuple[float, float]:
 
 
 def kinds_table(tasks: list[str], kinds: list[str]) -> None:
-    print("| task | algo | network.kind | compile s | env steps/s |")
+    print("| task | algo | network | compile s | env steps/s |")
     print("|---|---|---|---|---|")
     for task in tasks:
         path, overrides = TASKS[task]
         for algo in ("ppo", "pqn"):
             for kind in kinds:
                 chosen = [o.format(algo=algo) for o in overrides]
-                chosen += [f"network.kind={kind}", *KINDS[kind]]
+                chosen += KINDS[kind]
                 config = C.load(path.format(algo=algo), [*COMMON, *chosen])
                 chunks = 2 if task.startswith("Craftax") else 5  # Craftax: ~15 s a chunk
                 compile_s, sps = timed_chunks(config, chunks)

@@ -29,14 +29,19 @@ from nnxrl.networks.transformer_xl import TransformerXL
 KINDS = ["gru", "lstm", "min_gru", "transformer_xl"]
 # a window shorter than the test sequences, so that slots leave it during an unroll
 OPTIONS = {"transformer_xl": {"memory": 4}}
+# each kind, and min_gru with its convolution (a window of 3 inputs, carried across steps)
+CORES = {kind: (kind, OPTIONS.get(kind, {})) for kind in KINDS} | {
+    "min_gru+conv": ("min_gru", {"conv": 3})
+}
 HEADS = ["actor_critic", "q"]
 SPEC = EnvSpec(id="test", obs_shape=(5,), num_actions=3)
 T, B = 9, 3
 
 
-def network(kind: str, head: str):
+def network(core: str, head: str):
+    kind, options = CORES[core]
     settings = NetworkSettings(
-        kind=kind, width=16, num_layers=1, activation="relu", options=OPTIONS.get(kind, {})
+        kind=kind, width=16, num_layers=1, activation="relu", options=options
     )
     return build_network(settings, SPEC, 2, jax.random.key(0), head)
 
@@ -57,7 +62,7 @@ def sequence(seed: int):
 
 
 @pytest.mark.parametrize("head", HEADS)
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", CORES)
 def test_unrolling_a_sequence_equals_stepping_through_it(kind, head):
     """The rollout acts with step(); the update re-runs unroll() from the stored
     hidden state: the same outputs, and the same state at the end."""
@@ -90,7 +95,7 @@ def test_unrolling_a_sequence_equals_stepping_through_it(kind, head):
 
 
 @pytest.mark.parametrize("head", HEADS)
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", CORES)
 def test_after_an_episode_start_nothing_before_it_matters(kind, head):
     net = network(kind, head)
     rng, obs, _ = sequence(2)
@@ -248,6 +253,13 @@ def test_min_gru_layers_are_a_setting(tmp_path, capsys):
         == 2
     )
     assert "network.options.layers" in capsys.readouterr().err
+    bad = ["network.kind=min_gru", "network.options={conv: 1}"]
+    args = ["train", CARTPOLE, "--out", str(tmp_path / "r")] + sum((["--set", s] for s in bad), [])
+    assert main(args) == 2
+    assert not (tmp_path / "r").exists()
+    assert (
+        "network.options.conv: 1 is a window of the current input alone" in capsys.readouterr().err
+    )
 
 
 # the other two pairs (lstm with PPO, min_gru with PQN) train and resume in

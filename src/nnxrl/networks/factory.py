@@ -99,7 +99,7 @@ def lstm_core(options: Any) -> Any:
 
 
 def min_gru_core(options: Any) -> Any:
-    return partial(MinGRU, layers=options.layers, chrono=options.chrono)
+    return partial(MinGRU, layers=options.layers, chrono=options.chrono, conv=options.conv)
 
 
 def transformer_xl_core(options: Any) -> Any:

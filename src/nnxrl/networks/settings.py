@@ -19,7 +19,7 @@ class NetworkSettings:
         "kinds, an embedding and a memory core of size width shared by actor and critic "
         "MLP heads (PQN: under a linear Q head), trained on whole env sequences: gru and "
         "lstm (options: chrono); min_gru (a minimal GRU, a linear recurrence trained by a "
-        "parallel scan; options: layers, chrono); transformer_xl (a gated Transformer-XL "
+        "parallel scan; options: layers, chrono, conv); transformer_xl (a gated Transformer-XL "
         "attending to the last M steps; options: layers, heads, memory, gate_bias). Or any "
         "kind registered with nnxrl.register_network.",
     )
@@ -107,9 +107,22 @@ class MinGRUOptions:
         high=16,
     )
     chrono: int = setting(0, CHRONO_HELP, low=0)
+    conv: int = setting(
+        0,
+        "0: each layer's gates read the current input alone; K >= 2: the input plus a "
+        "causal depthwise convolution over the last K inputs of the episode, as the minGRU "
+        "and Mamba blocks put before the recurrence.",
+        low=0,
+        high=64,
+    )
 
     def check(self, network: NetworkSettings) -> None:
         _check_chrono(self.chrono)
+        if self.conv == 1:
+            raise ConfigError(
+                "network.options.conv: 1 is a window of the current input alone; use 0 "
+                "(off) or a window of K >= 2 steps, e.g. conv: 4"
+            )
 
 
 @dataclass(frozen=True)
