@@ -67,7 +67,16 @@ def main() -> None:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = network_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
+    parser.add_argument("--run", help="a run's directory: its latest checkpoint's networks")
+    parser.add_argument("--steps", type=int, default=25, help="T, the sequence's length")
+    parser.add_argument("--sequences", type=int, default=64)
+    parser.add_argument("--seeds", type=int, default=4, help="initialisations (not with --run)")
+    return parser.parse_args()
+
+
+def network_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """--config, --set and --variant: the networks a row is built from."""
     parser.add_argument("--config", default="configs/ppo-rnn-repeat-previous.yaml")
     parser.add_argument("--set", action="append", default=[], help="an override")
     parser.add_argument(
@@ -76,11 +85,7 @@ def parse_args() -> argparse.Namespace:
         default=[],
         help="NAME=OVERRIDE;OVERRIDE... (a row; NAME without '=')",
     )
-    parser.add_argument("--run", help="a run's directory: its latest checkpoint's networks")
-    parser.add_argument("--steps", type=int, default=25, help="T, the sequence's length")
-    parser.add_argument("--sequences", type=int, default=64)
-    parser.add_argument("--seeds", type=int, default=4, help="initialisations (not with --run)")
-    return parser.parse_args()
+    return parser
 
 
 def variant(text: str) -> tuple[str, list[str]]:

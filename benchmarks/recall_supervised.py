@@ -34,20 +34,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
+from gradient_reach import KINDS, network_arguments, variant  # the rows, as there
 
 from nnxrl import config as config_lib
 from nnxrl.envs import env_spec
 from nnxrl.networks import build_network
 
-KINDS = {  # name: overrides
-    "gru": ["network.kind=gru"],
-    "lstm": ["network.kind=lstm"],
-    "min_gru (2 layers)": ["network.kind=min_gru"],
-    "transformer_xl (1 layer, M = 8)": [
-        "network.kind=transformer_xl",
-        "network.options={layers: 1, heads: 2, memory: 8}",
-    ],
-}
 HELD_OUT = 1024  # episodes each evaluation draws
 
 
@@ -72,15 +64,7 @@ def main() -> None:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", default="configs/ppo-rnn-repeat-previous.yaml")
-    parser.add_argument("--set", action="append", default=[], help="an override")
-    parser.add_argument(
-        "--variant",
-        action="append",
-        default=[],
-        help="NAME=OVERRIDE;OVERRIDE... (a row; NAME without '=')",
-    )
+    parser = network_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
     parser.add_argument("--delay", type=int, default=4)
     parser.add_argument("--symbols", type=int, default=4)
     parser.add_argument("--length", type=int, default=16, help="steps in an episode")
@@ -90,12 +74,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--every", type=int, default=250, help="steps between evaluations")
     parser.add_argument("--seeds", type=int, default=4)
     return parser.parse_args()
-
-
-def variant(text: str) -> tuple[str, list[str]]:
-    """``NAME=OVERRIDE;OVERRIDE...`` -> (name, overrides)."""
-    name, _, overrides = text.partition("=")
-    return name, [o for o in overrides.split(";") if o]
 
 
 def train(args: argparse.Namespace, overrides: list[str], seed: int) -> np.ndarray:
