@@ -37,9 +37,9 @@ class MinGRU(nnx.Module):
     b_z = -log(U(1, T - 1)) (``initializers.chrono_bias``), so that 1 - z starts
     between 1/2 and 1 - 1/T.
 
-    With ``conv`` K > 0 a layer reads x_t + c_t instead of x_t, where
+    With ``conv`` K >= 2 a layer reads x_t + c_t instead of x_t, where
     c_t = sum_{j<K} w_j * x_{t-j} is a causal depthwise convolution over the last K
-    inputs of the same episode (``causal_conv``), as the minGRU and Mamba blocks
+    inputs of the same episode (``CausalConv``), as the minGRU and Mamba blocks
     place one before the recurrence: the gates then read a short window, not one
     input. The state [B, S] holds every layer's last h [layers * H], then, with
     ``conv``, every layer's last K - 1 inputs.
