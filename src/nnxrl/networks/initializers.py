@@ -15,6 +15,7 @@ reproduces it). Gram-Schmidt is plain matrix products; it runs once per run.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -37,13 +38,23 @@ def orthogonal(scale: float = 1.0):
     positive-diagonal R, i.e. Q diag(sign(diag R)), with no LAPACK call."""
 
     def init(key: jax.Array, shape: Sequence[int], dtype=jnp.float32) -> jax.Array:
-        rows, cols = int(np.prod(shape[:-1])), int(shape[-1])
-        g = jax.random.normal(key, (max(rows, cols), min(rows, cols)), jnp.float32)
-        q = gram_schmidt(g)
-        matrix = q if rows >= cols else q.T
-        return (scale * matrix).astype(dtype).reshape(shape)
+        shape = tuple(int(d) for d in shape)
+        return orthogonal_matrix(key, shape, float(scale)).astype(dtype)
 
     return init
+
+
+@partial(jax.jit, static_argnames=("shape", "scale"))
+def orthogonal_matrix(key: jax.Array, shape: tuple[int, ...], scale: float) -> jax.Array:
+    """scale * Q [*shape] for one key. A ``jit`` of its own, so that a process traces
+    it once per shape and scale: a network is built (traced) several times in a run,
+    for its shapes, its init and its evaluation, and Gram-Schmidt's loops are most
+    of a build's tracing."""
+    rows, cols = int(np.prod(shape[:-1])), shape[-1]
+    g = jax.random.normal(key, (max(rows, cols), min(rows, cols)), jnp.float32)
+    q = gram_schmidt(g)
+    matrix = q if rows >= cols else q.T
+    return (scale * matrix).reshape(shape)
 
 
 def gram_schmidt(g: jax.Array) -> jax.Array:
