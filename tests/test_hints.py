@@ -4,13 +4,14 @@ nnxrl was started from."""
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 
 import pytest
 
 from nnxrl.cli import main
-from nnxrl.hints import command, did_you_mean
+from nnxrl.hints import bytecode_tip, command, did_you_mean
 
 
 def test_a_hint_pastes_into_the_shell_nnxrl_was_started_from(monkeypatch):
@@ -25,6 +26,27 @@ def test_a_hint_pastes_into_the_shell_nnxrl_was_started_from(monkeypatch):
         "did you mean cartpole or cartpole-v1?"
     )
     assert did_you_mean("zzz", ["train"]) == ""
+
+
+def test_where_python_writes_no_bytecode_the_tip_pastes_and_then_goes(tmp_path, monkeypatch):
+    """PYTHONDONTWRITEBYTECODE and a package without bytecode: the tip's command (pip's
+    environment: compileall on the packages' folder; under uv: uv sync) gives the
+    package its bytecode, after which there is no tip; none where Python writes it."""
+    package = tmp_path / "site packages" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("x = 1\n")
+    module = str(package / "__init__.py")
+    monkeypatch.delenv("UV_RUN_RECURSION_DEPTH", raising=False)
+    assert bytecode_tip(False, module) is None
+    tip = bytecode_tip(True, module)
+    assert tip is not None and "PYTHONDONTWRITEBYTECODE" in tip
+    fix = shlex.split(tip.split("once: ")[1])
+    assert fix[:4] == ["python", "-m", "compileall", "-q"], fix
+    subprocess.run([sys.executable, *fix[1:]], check=True)
+    assert bytecode_tip(True, module) is None
+    (package / "__pycache__").rename(tmp_path / "gone")
+    monkeypatch.setenv("UV_RUN_RECURSION_DEPTH", "1")
+    assert bytecode_tip(True, module).endswith("once: uv sync --inexact --compile-bytecode")
 
 
 def refused(capsys, args: list[str]) -> str:

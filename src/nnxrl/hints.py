@@ -6,8 +6,11 @@ nnxrl from."""
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
+import shlex
 from collections.abc import Iterable
+from pathlib import Path
 
 
 def closest(name: object, known: Iterable[object], n: int = 3, cutoff: float = 0.6) -> list[str]:
@@ -61,3 +64,23 @@ def command(args: str) -> str:
     (an activated environment, or nnxrl installed)."""
     launcher = "uv run " if os.environ.get("UV_RUN_RECURSION_DEPTH") else ""
     return f"{launcher}nnxrl {args}"
+
+
+def bytecode_tip(dont_write: bool, module_file: str | None) -> str | None:
+    """What to run once where Python may write no bytecode (``dont_write``:
+    ``PYTHONDONTWRITEBYTECODE``) and the installed package of ``module_file`` (JAX's
+    ``__init__.py``) has none: every start then compiles JAX, Flax and the rest from
+    source, about 5 s (docs/performance.md). None when there is nothing to do."""
+    if not dont_write or module_file is None:
+        return None
+    if Path(importlib.util.cache_from_source(module_file)).exists():
+        return None
+    if os.environ.get("UV_RUN_RECURSION_DEPTH"):
+        fix = "uv sync --inexact --compile-bytecode"
+    else:
+        fix = f"python -m compileall -q {shlex.quote(str(Path(module_file).parents[1]))}"
+    return (
+        "Python writes no bytecode here (PYTHONDONTWRITEBYTECODE) and the installed "
+        "packages have none, so each start compiles JAX and the rest from source (about "
+        f"5 s); to keep their bytecode, once: {fix}"
+    )
