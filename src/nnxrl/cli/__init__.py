@@ -35,9 +35,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; exit codes: 0 done, 2 bad input (config, paths, checkpoints),
     3 non-finite values, 4 a write failed (disk full, read-only), 130 stopped."""
     args = parser.build_parser().parse_args(argv)
-    tip = bytecode_tip(sys.dont_write_bytecode, getattr(sys.modules.get("jax"), "__file__", None))
-    if tip and sys.stderr.isatty():  # for a person at a terminal, not a log
-        print(f"nnxrl: {tip}", file=sys.stderr)
+    if sys.stderr.isatty():  # for a person at a terminal, not a log
+        jax_file = getattr(sys.modules.get("jax"), "__file__", None)
+        if tip := bytecode_tip(sys.dont_write_bytecode, jax_file):
+            print(f"nnxrl: {tip}", file=sys.stderr)
     try:
         nnxrl.use_cpu_devices()  # one per core, unless the config's mesh.cpu_devices says otherwise
         plugins.load_plugins(args.plugin)
