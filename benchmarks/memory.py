@@ -1,12 +1,18 @@
-"""The memory kinds side by side: compile time and env steps/s of PPO and PQN with
-each network kind on a memory task and on Craftax-Classic-Symbolic, and the time of
-one update against the sequence length T for the GRU (a scan of T dependent steps),
+"""The memory kinds side by side: what each recalls on RepeatPrevious at its shipped
+settings (``--returns``), compile time and env steps/s of PPO and PQN with each
+network kind on a memory task and on Craftax-Classic-Symbolic, and the time of one
+update against the sequence length T for the GRU (a scan of T dependent steps),
 minGRU (one parallel scan) and the Transformer-XL (attention over the window and the
 sequence at once).
 
-    uv run python benchmarks/memory.py            # both tables
+    uv run python benchmarks/memory.py            # the speed tables
     uv run python benchmarks/memory.py --quick    # RepeatPrevious only, T up to 256
     uv run python benchmarks/memory.py --no-craftax --plot docs/memory_sequence.png
+    uv run python benchmarks/memory.py --returns --seed-offset 1000   # ~20 min
+
+The returns table trains each kind's shipped config (RECALL) for 4 seeds at 204,800
+env steps in a fresh process (``memory_study.py``'s runs) and prints each seed's final
+return (the mean of its last 10 updates), their mean and how many reach 0.9.
 
 Compile times are cold (the persistent compilation cache off); env steps/s are
 medians of timed chunks after a warm-up one. The sequence-length table trains PPO on
@@ -31,6 +37,7 @@ from nnxrl import config as C  # noqa: E402
 from nnxrl.config import schedule  # noqa: E402
 from nnxrl.run.programs import compile_programs  # noqa: E402
 
+ALGOS = ("ppo", "pqn")
 # a row's name -> its network overrides (the transformer: one layer, a window of 8 steps)
 KINDS = {
     "feedforward": ["network.kind=feedforward"],
@@ -42,6 +49,16 @@ KINDS = {
         "network.kind=transformer_xl",
         "network.options={layers: 1, heads: 2, memory: 8}",
     ],
+}
+# (algo, kind) -> the shipped config and overrides that recall 4 steps back (docs/memory.md)
+REPEAT = "configs/{}-rnn-repeat-previous.yaml"
+RECALL = {
+    **{(algo, "feedforward"): (REPEAT.format(algo), KINDS["feedforward"]) for algo in ALGOS},
+    **{(algo, "gru"): (REPEAT.format(algo), []) for algo in ALGOS},
+    ("ppo", "lstm"): ("configs/ppo-lstm-repeat-previous.yaml", []),
+    ("pqn", "lstm"): (REPEAT.format("pqn"), KINDS["lstm"]),
+    **{(algo, "min_gru_conv4"): (REPEAT.format(algo), KINDS["min_gru_conv4"]) for algo in ALGOS},
+    **{(a, "transformer_xl"): (f"configs/{a}-trxl-repeat-previous.yaml", []) for a in ALGOS},
 }
 COMMON = ["logging.backends=[]", "compile_cache.enabled=false", "num_seeds=1"]
 TASKS = {  # (config, overrides); {algo} is ppo or pqn
@@ -99,6 +116,21 @@ def kinds_table(tasks: list[str], kinds: list[str]) -> None:
                 chunks = 2 if task.startswith("Craftax") else 5  # Craftax: ~15 s a chunk
                 compile_s, sps = timed_chunks(config, chunks)
                 print(f"| {task} | {algo} | {kind} | {compile_s:.1f} | {sps:,.0f} |", flush=True)
+
+
+def returns_table(seed_offset: int) -> None:
+    """Each kind's final return on RepeatPrevious (delay 4), PPO and PQN, 4 seeds."""
+    from memory_study import train  # the sibling script: one run in a fresh process
+
+    print(f"RepeatPrevious-v0, delay 4, 4 seeds from seed {seed_offset}, 204,800 env steps")
+    print("| algo | network | config | mean | seeds >= 0.9 | per seed |")
+    print("|---|---|---|---:|---:|---|")
+    for (algo, kind), (path, overrides) in RECALL.items():
+        finals, _, _ = train(path, overrides, seed_offset)
+        per_seed = ", ".join(f"{x:.2f}" for x in finals)
+        shipped = " ".join([path.removeprefix("configs/"), *overrides])
+        good = int(sum(finals >= 0.9))
+        print(f"| {algo} | {kind} | {shipped} | {finals.mean():.3f} | {good} | {per_seed} |")
 
 
 SEQUENCE_KINDS = {  # one recurrence (or one attention layer) each
@@ -174,7 +206,12 @@ def main() -> None:
         "--kinds", nargs="+", choices=list(KINDS), default=list(KINDS), help="the kinds' rows"
     )
     parser.add_argument("--no-sequence", action="store_true", help="skip the T table")
+    parser.add_argument("--returns", action="store_true", help="only the recall table (RECALL)")
+    parser.add_argument("--seed-offset", type=int, default=0, help="the returns table's seed")
     args = parser.parse_args()
+    if args.returns:
+        returns_table(args.seed_offset)
+        return
     print(f"devices: {jax.devices()}\n")
     tasks = ["RepeatPrevious-v0"] if args.quick or args.no_craftax else list(TASKS)
     kinds_table(tasks, args.kinds)
