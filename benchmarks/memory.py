@@ -55,8 +55,7 @@ REPEAT = "configs/{}-rnn-repeat-previous.yaml"
 RECALL = {
     **{(algo, "feedforward"): (REPEAT.format(algo), KINDS["feedforward"]) for algo in ALGOS},
     **{(algo, "gru"): (REPEAT.format(algo), []) for algo in ALGOS},
-    ("ppo", "lstm"): ("configs/ppo-lstm-repeat-previous.yaml", []),
-    ("pqn", "lstm"): (REPEAT.format("pqn"), KINDS["lstm"]),
+    **{(a, "lstm"): (f"configs/{a}-lstm-repeat-previous.yaml", []) for a in ALGOS},
     **{(algo, "min_gru_conv4"): (REPEAT.format(algo), KINDS["min_gru_conv4"]) for algo in ALGOS},
     **{(a, "transformer_xl"): (f"configs/{a}-trxl-repeat-previous.yaml", []) for a in ALGOS},
 }

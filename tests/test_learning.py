@@ -184,10 +184,10 @@ def test_each_memory_kind_recalls_the_symbol_four_steps_back(
     docs/memory.md): over 4 seeds the mean and at least 3 seeds reach ``floor``, PPO's
     GRU, PQN's LSTM, PPO's min_gru with a convolution over 4 inputs and PQN's
     Transformer-XL (RECALL_RUNS).
-    Measured at offsets 0 and 1000: PPO's GRU 0.961 and 0.981 (every seed 0.92 to
-    0.99), its LSTM 0.942 and 0.962 (0.90 to 0.99), PQN's GRU 0.970 and 0.992 (0.92 to
-    0.99), its LSTM 0.958 and 0.958 (0.86 to 0.99; before the gradient through time
-    was written out one seed of eight was at 0.85, so its floor is 0.85); PPO's min_gru,
+    Measured at offsets 0 and 1000: PPO's GRU 0.985 and 0.986 (every seed 0.96 to
+    0.99), PQN's GRU 0.990 and 0.991, its LSTM at these 8 epochs 0.990 and 0.934 (0.84
+    to 0.99, so its floor is 0.85; 16 epochs, its own config, 0.992 and 0.990, at
+    twice this run's time); PPO's min_gru,
     one layer, conv 4, at 102,400 env steps: 0.995, 0.993 and 0.997 at offsets 0, 1000
     and 2000 (every seed 0.99 or more; at 204,800, 0.999 at 0 and 1000), where without
     the convolution min_gru stays at 0.49. PQN's Transformer-XL, width 32, its step
