@@ -53,10 +53,10 @@ KINDS = {
 # (algo, kind) -> the shipped config and overrides that recall 4 steps back (docs/memory.md)
 REPEAT = "configs/{}-rnn-repeat-previous.yaml"
 RECALL = {
-    **{(algo, "feedforward"): (REPEAT.format(algo), KINDS["feedforward"]) for algo in ALGOS},
-    **{(algo, "gru"): (REPEAT.format(algo), []) for algo in ALGOS},
+    **{(a, "feedforward"): (REPEAT.format(a), KINDS["feedforward"]) for a in ALGOS},
+    **{(a, "gru"): (REPEAT.format(a), []) for a in ALGOS},
     **{(a, "lstm"): (f"configs/{a}-lstm-repeat-previous.yaml", []) for a in ALGOS},
-    **{(algo, "min_gru_conv4"): (REPEAT.format(algo), KINDS["min_gru_conv4"]) for algo in ALGOS},
+    **{(a, "min_gru_conv4"): (REPEAT.format(a), KINDS["min_gru_conv4"]) for a in ALGOS},
     **{(a, "transformer_xl"): (f"configs/{a}-trxl-repeat-previous.yaml", []) for a in ALGOS},
 }
 COMMON = ["logging.backends=[]", "compile_cache.enabled=false", "num_seeds=1"]
