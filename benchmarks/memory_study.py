@@ -79,7 +79,7 @@ def train(config: str, overrides: list[str], seed_offset: int) -> tuple[np.ndarr
     """One run in a fresh process: each seed's final return, the mean curve
     [(env steps, mean return)], wall seconds."""
     with tempfile.TemporaryDirectory() as out:
-        command = [sys.executable, "-m", "nnxrl.cli", "train", config, "--out", f"{out}/run"]
+        command = [sys.executable, "-m", "nnxrl", "train", config, "--out", f"{out}/run"]
         sets = ["logging.backends=[]", "checkpoint.enabled=false", f"seed={seed_offset}"]
         for o in [*sets, *overrides]:
             command += ["--set", o]

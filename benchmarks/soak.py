@@ -81,7 +81,7 @@ def start(config: str, run: Path, overrides: list[str]) -> subprocess.Popen:
 
 
 def nnxrl_train(args: list[str], stderr: Any = subprocess.PIPE) -> subprocess.Popen:
-    command = [sys.executable, "-m", "nnxrl.cli", "train", *args]
+    command = [sys.executable, "-m", "nnxrl", "train", *args]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
 
 

@@ -1,6 +1,6 @@
 """Where a run's start goes, on a cold and a repeated config, in fresh processes.
 
-    uv run python benchmarks/warm_start.py [--repeats 3] [--part 1|2]
+    uv run python benchmarks/warm_start.py [--repeats 3] [--part 1|2] [--before SRC]
 
 Part 1, the start: seconds from calling ``nnxrl.train`` (imports done, config loaded)
 to the first update's metrics (timing.jsonl's first line), for a tiny CartPole PPO
@@ -16,7 +16,9 @@ clock starts, which shows what the start costs besides that import.
 
 Part 2, the README's first command, ``nnxrl train ppo-cartpole`` (500k env steps,
 console and MLflow), repeated: wall seconds of the whole process, and what importing
-its heaviest parts costs alone in a fresh process.
+its heaviest parts costs alone in a fresh process. With ``--before SRC`` (another
+tree's ``src`` folder, e.g. from ``git archive COMMIT src | tar -x -C DIR``), the same
+command from that tree alternates with this one's, each with its own compile cache.
 
 Each variant runs in a fresh process; variants alternate within each repetition and
 the table shows medians with peak host memory (max RSS).
@@ -51,6 +53,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--part", type=int, choices=(1, 2), help="only this part")
+    parser.add_argument("--before", type=Path, help="part 2 beside this src folder")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -60,7 +63,7 @@ def main() -> None:
         if args.part in (None, 1):
             starts(Path(root), args.repeats)
         if args.part in (None, 2):
-            first_command(Path(root), args.repeats)
+            first_command(Path(root), args.repeats, args.before)
 
 
 def starts(root: Path, repeats: int) -> None:
@@ -121,24 +124,65 @@ def start_seconds(job: dict) -> dict:
     return {"first_update_s": first - started, "compile_s": result.compile_seconds, "rss_mib": rss}
 
 
-def first_command(root: Path, repeats: int) -> None:
-    env = {**os.environ, "XDG_CACHE_HOME": str(root / "xdg")}
-    command = [sys.executable, "-m", "nnxrl.cli", "train", "ppo-cartpole"]
-    walls, rss = [], []
-    for rep in range(repeats + 1):  # the first fills the cache
-        out = ["--out", str(root / f"first-{rep}")]
-        t = time.perf_counter()
-        subprocess.run(command + out, cwd=root, env=env, check=True, capture_output=True)
-        if rep:
-            walls.append(time.perf_counter() - t)
-            rss.append(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+def first_command(root: Path, repeats: int, before: Path | None) -> None:
+    trees = {"this tree": ROOT / "src", **({"before": before.resolve()} if before else {})}
+    walls: dict[str, list[float]] = {name: [] for name in trees}
+    ends: dict[str, list[float]] = {name: [] for name in trees}
+    rss = []
+    for rep in range(repeats + 1):  # the first fills each tree's cache
+        for name in list(trees) if rep % 2 == 0 else list(reversed(trees)):
+            wall, end = run_first_command(trees[name], root / name.replace(" ", "-"), rep)
+            if rep:
+                walls[name].append(wall)
+                ends[name].append(end)
+                rss.append(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
     imports = {name: import_seconds(name) for name in IMPORTS}
     print("\n| `nnxrl train ppo-cartpole`, repeated | seconds (median) |")
     print("|---|---:|")
-    print(f"| whole process, wall | {statistics.median(walls):.2f} |")
+    for name in trees:
+        wall, end = walls[name], ends[name]
+        print(f"| whole process, wall, {name} ({listed(wall)}) | {median(wall)} |")
+        print(f"| of which after its last line, {name} ({listed(end)}) | {median(end)} |")
     for name, seconds in imports.items():
         print(f"| import {name} alone, fresh process | {seconds:.2f} |")
     print(f"| peak RSS of a run, MiB | {max(rss):,.0f} |")
+
+
+def listed(seconds: list[float]) -> str:
+    return ", ".join(f"{s:.2f}" for s in seconds)
+
+
+def median(seconds: list[float]) -> str:
+    return f"{statistics.median(seconds):.2f}"
+
+
+def run_first_command(src: Path, root: Path, rep: int) -> tuple[float, float]:
+    """The first command from the tree at ``src`` (its own compile cache under
+    ``root``; a tree from before ``python -m nnxrl`` runs ``nnxrl.cli``): its wall
+    seconds, and those from its last line of output to the process's end."""
+    module = "nnxrl" if (src / "nnxrl" / "__main__.py").exists() else "nnxrl.cli"
+    env = {**os.environ, "XDG_CACHE_HOME": str(root / "xdg"), "PYTHONPATH": str(src)}
+    env["PYTHONUNBUFFERED"] = "1"  # each line as it is printed
+    config = ROOT / "configs" / "ppo-cartpole.yaml"  # the name, where a tree ships none
+    command = [sys.executable, "-m", module, "train", str(config)]
+    root.mkdir(exist_ok=True)
+    started = time.perf_counter()
+    with subprocess.Popen(
+        [*command, "--out", str(root / f"first-{rep}")],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    ) as process:
+        lines = []
+        for line in process.stdout:
+            lines.append(line)
+            last_line = time.perf_counter()
+    ended = time.perf_counter()
+    if process.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed:\n{''.join(lines)[-3000:]}")
+    return ended - started, ended - last_line
 
 
 def import_seconds(module: str) -> float:

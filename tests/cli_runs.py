@@ -46,7 +46,7 @@ def train_logged(out: Path, overrides: list[str]) -> str:
     """``nnxrl train`` of tiny CartPole in a fresh process with JAX's compile log on
     (no trackers); its stderr, then its stdout."""
     args = sets(CARTPOLE_32_UPDATES + ["logging.backends=[]"] + overrides)
-    cmd = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out), *args]
+    cmd = [sys.executable, "-m", "nnxrl", "train", CARTPOLE, "--out", str(out), *args]
     env = {**os.environ, "JAX_LOG_COMPILES": "1", "JAX_EXPLAIN_CACHE_MISSES": "1"}
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

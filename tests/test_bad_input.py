@@ -63,7 +63,7 @@ def test_a_policy_with_truncated_parameter_files_is_named_without_a_traceback(
     cut = sorted(p for p in (policy / "params").rglob("*") if p.is_file() and p.parent.name == "d")
     for path in cut:
         path.write_bytes(path.read_bytes()[:20])
-    command = [sys.executable, "-m", "nnxrl.cli", "eval", str(policy), "--episodes", "1"]
+    command = [sys.executable, "-m", "nnxrl", "eval", str(policy), "--episodes", "1"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr
     if manifest:
@@ -206,7 +206,7 @@ def test_a_failing_plugin_is_named_and_nothing_trains(tmp_path, capsys, source, 
 def test_a_bad_jax_num_cpu_devices_is_named(value):
     env = {**os.environ, "JAX_NUM_CPU_DEVICES": value}
     done = subprocess.run(
-        [sys.executable, "-m", "nnxrl.cli", "configs"],
+        [sys.executable, "-m", "nnxrl", "configs"],
         capture_output=True,
         text=True,
         env=env,
@@ -252,7 +252,7 @@ def test_a_process_group_that_never_forms_is_a_bounded_wait_naming_the_address(
         "distributed.timeout_seconds=5",
         *SHORT,
     ]
-    args = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(tmp_path / "r")]
+    args = [sys.executable, "-m", "nnxrl", "train", CARTPOLE, "--out", str(tmp_path / "r")]
     done = subprocess.run(
         args + sets(overrides),
         capture_output=True,

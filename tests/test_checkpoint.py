@@ -196,7 +196,7 @@ def test_a_run_stopped_in_a_subprocess_resumes_exactly(tmp_path, alone, case):
     overrides += ["fast_compile=true", "checkpoint.every_updates=40"]
     run_training(config_lib.load(ROOT / path, overrides), tmp_path / "whole", quiet=True)
     out = tmp_path / "split"
-    args = [sys.executable, "-m", "nnxrl.cli", "train", str(ROOT / path), "--out", str(out)]
+    args = [sys.executable, "-m", "nnxrl", "train", str(ROOT / path), "--out", str(out)]
     args += sum((["--set", o] for o in overrides), [])
     metrics = out / "metrics.jsonl"
     with alone() as pause_others:

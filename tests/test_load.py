@@ -23,7 +23,7 @@ UPDATES = 40  # SHORT_CARTPOLE: 4 envs x 32 steps an update
 def train(out, seed: int, cache) -> subprocess.Popen:
     overrides = [*SHORT_CARTPOLE, f"seed={seed}", "logging.backends=[mlflow]"]
     overrides += [f"compile_cache.dir={cache}", "compile_cache.min_compile_seconds=0"]
-    command = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out)]
+    command = [sys.executable, "-m", "nnxrl", "train", CARTPOLE, "--out", str(out)]
     return subprocess.Popen(
         command + sets(overrides),
         env={**os.environ, "PYTHONUNBUFFERED": "1"},

@@ -260,7 +260,7 @@ def test_ctrl_c_keeps_every_completed_update_and_marks_the_mlflow_run_killed(tmp
     cmd = [
         sys.executable,
         "-m",
-        "nnxrl.cli",
+        "nnxrl",
         "train",
         "configs/ppo-cartpole.yaml",
         "--out",

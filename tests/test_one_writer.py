@@ -23,7 +23,7 @@ LONG = [*SHORT, "total_env_steps=5120000"]
 
 def nnxrl(*args: str, overrides: list[str] = (), backends: str = "[]") -> subprocess.Popen:
     sets = sum((["--set", o] for o in [*overrides, f"logging.backends={backends}"]), [])
-    command = [sys.executable, "-m", "nnxrl.cli", *args]
+    command = [sys.executable, "-m", "nnxrl", *args]
     if args[0] == "train" and "--resume" not in args:
         command += sets
     return subprocess.Popen(

@@ -339,7 +339,7 @@ def test_a_pbt_run_killed_after_its_exploit_steps_resumes_to_the_same_records(tm
     args = [arg for o in overrides for arg in ("--set", o)]
 
     def train(out, *more):
-        command = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out)]
+        command = [sys.executable, "-m", "nnxrl", "train", CARTPOLE, "--out", str(out)]
         return subprocess.Popen([*command, *args, *more], stderr=subprocess.PIPE, text=True)
 
     assert train(tmp_path / "whole").wait(timeout=300) == 0
@@ -351,7 +351,7 @@ def test_a_pbt_run_killed_after_its_exploit_steps_resumes_to_the_same_records(tm
         time.sleep(0.02)
     killed.kill()
     assert killed.wait() == -signal.SIGKILL
-    resume = [sys.executable, "-m", "nnxrl.cli", "train", "--resume", str(split)]
+    resume = [sys.executable, "-m", "nnxrl", "train", "--resume", str(split)]
     resumed = subprocess.run(resume, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     whole = (tmp_path / "whole" / "metrics.jsonl").read_bytes()

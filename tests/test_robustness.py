@@ -202,7 +202,7 @@ def test_ctrl_c_while_a_resumed_run_compiles_exits_130_and_stays_resumable(
     with pytest.raises(Stopped):
         run_training(config_lib.load(CARTPOLE, RUN), out, quiet=True, stop_after=40)
     # the compile cache off: the compile, not a load of saved programs, outlasts the 1 s
-    cmd = [sys.executable, "-m", "nnxrl.cli", "train", "--resume", str(out)]
+    cmd = [sys.executable, "-m", "nnxrl", "train", "--resume", str(out)]
     cmd += ["--set", "compile_cache.enabled=false"]
     with alone() as pause_others:
         proc = subprocess.Popen(
@@ -276,7 +276,7 @@ def test_a_damaged_checkpoint_prints_no_tracebacks_from_the_reader(reference, tm
     for f in (damaged / "checkpoints" / "160" / "state").rglob("*"):
         if f.is_file() and f.parent.name == "d":
             f.write_bytes(b"garbage")
-    cmd = [sys.executable, "-m", "nnxrl.cli", "eval", str(damaged), "--episodes", "1"]
+    cmd = [sys.executable, "-m", "nnxrl", "eval", str(damaged), "--episodes", "1"]
     done = subprocess.run(cmd, capture_output=True, text=True, env=cli_env(), timeout=120)
     assert done.returncode == 2
     assert "checkpoints/160 is damaged" in done.stderr
@@ -408,7 +408,7 @@ def test_a_store_left_half_made_by_a_kill_is_repaired_on_resume(tmp_path, alone)
         "logging.tracker_points=1000",
         "logging.backends=[mlflow]",
     ]
-    cmd = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out)]
+    cmd = [sys.executable, "-m", "nnxrl", "train", CARTPOLE, "--out", str(out)]
     with alone() as pause_others:
         proc = subprocess.Popen(cmd + sets(overrides), stderr=subprocess.DEVNULL, env=cli_env())
         deadline = time.time() + 120
@@ -453,7 +453,7 @@ def test_a_broken_store_is_moved_aside_and_the_records_sent_again(tmp_path, caps
 
 
 def run_cli(args: list[str], timeout: float) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "nnxrl.cli", *args]
+    cmd = [sys.executable, "-m", "nnxrl", *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=cli_env(), timeout=timeout)
 
 

@@ -137,7 +137,7 @@ def test_mlflow_shows_a_run_s_points_while_it_trains(tmp_path):
     from mlflow import MlflowClient
 
     out = tmp_path / "runs" / "live"
-    command = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out)]
+    command = [sys.executable, "-m", "nnxrl", "train", CARTPOLE, "--out", str(out)]
     process = subprocess.Popen(
         [*command, *sets(ENDLESS_CARTPOLE)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -189,7 +189,7 @@ def test_a_tracking_server_that_goes_away_gets_every_point_once_when_back(tmp_pa
     port, out = free_port(), tmp_path / "runs" / "live"
     server = mlflow_server(tmp_path / "server.db", port)
     uri = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "nnxrl.cli", "train", CARTPOLE, "--out", str(out)]
+    command = [sys.executable, "-m", "nnxrl", "train", CARTPOLE, "--out", str(out)]
     overrides = [*ENDLESS_CARTPOLE, f"logging.mlflow_tracking_uri={uri}"]
     run = subprocess.Popen([*command, *sets(overrides)], stderr=subprocess.PIPE, text=True)
     try:
