@@ -163,7 +163,7 @@ def run_first_command(src: Path, root: Path, rep: int) -> tuple[float, float]:
     module = "nnxrl" if (src / "nnxrl" / "__main__.py").exists() else "nnxrl.cli"
     env = {**os.environ, "XDG_CACHE_HOME": str(root / "xdg"), "PYTHONPATH": str(src)}
     env["PYTHONUNBUFFERED"] = "1"  # each line as it is printed
-    config = ROOT / "configs" / "ppo-cartpole.yaml"  # the name, where a tree ships none
+    config = ROOT / "configs" / "ppo-cartpole.yaml"  # by path: an archived src has no configs
     command = [sys.executable, "-m", module, "train", str(config)]
     root.mkdir(exist_ok=True)
     started = time.perf_counter()

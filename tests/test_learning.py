@@ -153,8 +153,8 @@ def test_a_gru_with_chrono_initialisation_holds_a_bit_across_50_steps(tmp_path, 
     with chrono 64), at 300,000 env steps (the config's 1M reaches 1.0): over 8 seeds
     at least 6 exceed 0.8 and the mean 0.75. Measured: 58 of 60 seed runs over 0.9
     (offsets 0, 1000 and 2000, 4, 8 and 16 seeds a program), two near chance (0.15 and
-    0.16), so a claim on all of 4 seeds failed once in a suite run; at 1 in 30 a seed, 3 of 8
-    fail about once in 500 runs. Without chrono the same GRU stayed near chance (0.287
+    0.16), so a claim on all of 4 seeds failed once in a suite run; at 1 in 30 a seed,
+    3 of 8 fail about once in 500 runs. Without chrono the same GRU stayed near chance (0.287
     at 500,000; docs/memory.md), its gradient 16 steps back under 1e-3 of the current
     step's (test_memory.py)."""
     config = "configs/ppo-rnn-memorychain-50.yaml"

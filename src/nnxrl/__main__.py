@@ -3,8 +3,8 @@ command is done and Python's exit handlers have run, without tearing down its mo
 
 After the exit handlers, Python's own exit frees every module one by one: a training
 run that logs to MLflow's store has imported about 3,500 of them (SQLAlchemy, pandas,
-MLflow's own), and their teardown took 1.0-1.2 s of a repeated ``nnxrl train
-ppo-cartpole`` of about 10 s, 0.2-0.5 s of a run without trackers (docs/performance.md,
+MLflow's own), and their teardown took 0.9-1.4 s of a repeated ``nnxrl train
+ppo-cartpole`` of 8-10 s, 0.2-0.5 s of a run without trackers (docs/performance.md,
 "Process end"); the OS frees the same memory at once. So when the command returns its
 exit code, the process ends with ``os._exit`` as the last step of Python's exit: the
 threads Python waits for have ended and every other exit handler (logging's, JAX's,
