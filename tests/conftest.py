@@ -25,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import json
+import math
 import os
 import signal
 import subprocess
@@ -38,10 +40,22 @@ from nnxrl.config import CompileCacheConfig
 from nnxrl.parallel.devices import use_cpu_devices
 from nnxrl.store.compile_cache import use_compile_cache
 
+DURATIONS = Path(__file__).with_name("durations.json")
+
 use_cpu_devices()
 # the tests' own compiled programs (a test's jit, not only its runs') in JAX's
 # persistent cache, as a run's are: a second suite run reads them back
 use_compile_cache(CompileCacheConfig())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest test files first, by their seconds in ``tests/durations.json``
+    (``benchmarks/suite_durations.py`` measures them; a file not in it counts as the
+    longest). Each worker is handed a whole file at a time in this order (pyproject's
+    ``--dist loadfile --no-loadscope-reorder``), so the last file to start is a short
+    one and the two workers end within seconds of each other."""
+    seconds = json.loads(DURATIONS.read_text())
+    items.sort(key=lambda item: -seconds.get(item.path.name, math.inf))
 
 
 @pytest.fixture
