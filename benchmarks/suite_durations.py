@@ -1,6 +1,6 @@
 """Each test file's measured seconds, which set the suite's schedule: ``tests/conftest.py``
-hands the two workers the longest files first, so that the last file either starts is
-a short one and both end together.
+hands the two workers the longest files first, so that each worker's last file is a
+short one and both end together.
 
     uv run pytest --junitxml=suite.xml
     uv run python benchmarks/suite_durations.py suite.xml [--write]
