@@ -47,7 +47,7 @@ def main() -> None:
 
     config = config_lib.load(args.config, [*args.set, *COLD])
     rows.insert(0, noted("imports and the config", time.perf_counter() - STARTED))
-    programs = compile_programs(config)
+    programs = compile_programs(config, run_init=True)
     started = time.perf_counter()
     state = jax.block_until_ready(programs.init())
     rows.append(noted("init run", time.perf_counter() - started))

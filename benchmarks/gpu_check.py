@@ -149,7 +149,7 @@ def measure(config_name: str, overrides: list[str]) -> dict:
     sets = ["compile_cache.enabled=false", "logging.backends=[]", *overrides]
     config = config_lib.load(str(find_config(config_name)), sets)
     t = time.perf_counter()
-    programs = compile_programs(config)
+    programs = compile_programs(config, run_init=True)
     upc = schedule.updates_per_chunk(config)
     chunk, state = programs.chunk(upc), programs.init()
     compile_s = time.perf_counter() - t

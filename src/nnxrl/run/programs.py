@@ -2,7 +2,8 @@
 updates (a guarded scan, ``chunk.py``), mapped over seeds (``members.py``), with seeds
 and envs split over the device mesh (``parallel/mesh.py``); networks are initialised
 inside ``init``.
-Every program is compiled with the run's XLA options (``compiler_options.py``).
+Every program is compiled with the run's XLA options, init on CPU with the fast ones
+(``compiler_options.py``).
 
 These two are the only programs compiled before training starts: seed keys are
 derived inside ``init`` and hyperparameters are placed from NumPy, so no small eager
@@ -27,7 +28,7 @@ import numpy as np
 from nnxrl import config as config_lib
 from nnxrl.config import hp_schedule, population, schedule
 from nnxrl.envs import EnvSpec, make_env
-from nnxrl.envs.compiler_options import compiler_options
+from nnxrl.envs.compiler_options import compiler_options, init_compiler_options
 from nnxrl.intrinsic import addon_for
 from nnxrl.parallel.devices import start_jax
 from nnxrl.parallel.mesh import (
@@ -76,11 +77,13 @@ class Programs:
         return self.chunk_programs[num_updates]
 
 
-def compile_programs(config: config_lib.Config) -> Programs:
+def compile_programs(config: config_lib.Config, run_init: bool = False) -> Programs:
     """Build env and algorithm; compile init and a chunk of updates for all seeds (of
     every setting, in a sweep: the population), on the mesh (``parallel/mesh.py``): members and
     each member's envs split over devices. ``init()`` gives the first RunState of every
-    member, networks included. A repeated config loads both programs instead, without
+    member, networks included; with ``run_init`` (a run that starts at update 0) init
+    runs as soon as it is compiled, while the chunk compiles, and ``init()``'s first
+    call gives that state. A repeated config loads both programs instead, without
     building or tracing anything (``saved_programs.py``). JAX is started as the config
     says first, unless it has started (``parallel/devices.py``)."""
     start_jax(config.mesh, config.distributed)
@@ -113,45 +116,65 @@ def compile_programs(config: config_lib.Config) -> Programs:
     upc = schedule.updates_per_chunk(config)
     beside = ThreadPoolExecutor(1, thread_name_prefix="nnxrl-init")
     try:  # on an error or Ctrl-C here, init's compile is not waited for
-        init_job, template = init_beside(saved, parts, init_args, beside)
+        init_job, template = init_beside(saved, parts, init_args, beside, run_init)
         chunks = {upc: compile_chunk(upc)}
-        init_compiled = init_job.result()
+        init = init_job.result()
     finally:
         beside.shutdown(wait=False)
     check_fits(config, {"init": saved.need("init"), "a chunk": saved.need(f"chunk-{upc}")})
     hyperparams_at = scheduled_hyperparams(config, hp, layout)
     evaluate = make_evaluator(config)  # compiled at its first use
-    init = partial(init_compiled, *init_args)
     return Programs(
         init, chunks, hp, template, layout, compile_chunk, hyperparams_at, evaluate, parts.idle
     )
 
 
-def init_beside(saved: Any, parts: Tracing, args: tuple, pool: Executor) -> tuple[Future, Any]:
-    """init, compiled on ``pool`` while the caller compiles the chunk, and the RunState
-    template (shapes, dtypes, shardings) the chunk is lowered with. XLA compiles one
-    program on about 1.5 of 2 cores, so the two at once take less wall time
+def init_beside(
+    saved: Any, parts: Tracing, args: tuple, pool: Executor, run: bool
+) -> tuple[Future, Any]:
+    """init (an ``Init``), compiled on ``pool`` while the caller compiles the chunk, and
+    the RunState template (shapes, dtypes, shardings) the chunk is lowered with. XLA
+    compiles one program on about 1.5 of 2 cores, so the two at once take less wall time
     (``benchmarks/first_update.py``, 64 envs, medians of 3: the first update came
-    59.2 -> 52.8 s after start on Craftax-Symbolic, 25.8 -> 23.1 s on Classic). init
-    is traced and lowered here, so that tracing stays on one thread; a saved init is
-    loaded here."""
+    59.2 -> 52.8 s after start on Craftax-Symbolic, 25.8 -> 23.1 s on Classic). With
+    ``run``, init is dispatched as soon as it is compiled, so that it runs beside the
+    chunk's compile too. init is traced and lowered here, so that tracing stays on one
+    thread; a saved init is loaded here."""
     if saved.holds("init"):
-        loaded = saved.compiled("init", lambda: compile_lowered(parts, lower_init(parts, args)))
+        lower = partial(lower_init, parts, args)
+        loaded = saved.compiled("init", lambda: compile_lowered(parts, lower(), init=True))
         done: Future = Future()
-        done.set_result(loaded)
+        done.set_result(Init(loaded, args, loaded(*args) if run else None))
         return done, state_template(loaded)
     lowered = lower_init(parts, args)
     check_state_fits(parts.config, lowered.out_info)
-    parts.options  # noqa: B018  (settled on this thread, before the two compile)
-    return pool.submit(compile_init, saved, parts, lowered), lowered.out_info
+    parts.options, parts.init_options  # noqa: B018  (settled here, before the two compile)
+    return pool.submit(compile_init, saved, parts, lowered, args, run), lowered.out_info
 
 
-def compile_init(saved: Any, parts: Tracing, lowered: Any) -> Any:
-    """init compiled (and saved), and the memory its compile freed returned to the
-    host at once, before the chunk's compile peaks."""
-    program = saved.compiled("init", partial(compile_lowered, parts, lowered))
+def compile_init(saved: Any, parts: Tracing, lowered: Any, args: tuple, run: bool) -> Init:
+    """init compiled (and saved), the memory its compile freed returned to the host at
+    once, before the chunk's compile peaks, and with ``run`` its first state dispatched
+    (JAX returns at once; the state is computed while the chunk compiles)."""
+    program = saved.compiled("init", partial(compile_lowered, parts, lowered, init=True))
     release_freed_memory()
-    return program
+    return Init(program, args, program(*args) if run else None)
+
+
+@dataclass
+class Init:
+    """() -> the first RunState of every member: ``program`` run on ``args``. ``ran``,
+    if given, is a state it was already dispatched to compute (``init_beside``): the
+    first call gives that one, as the chunk donates the state it is given; every later
+    call runs the program again."""
+
+    program: Any
+    args: tuple
+    ran: Any = None
+
+    def __call__(self) -> Any:
+        state, self.ran = self.ran, None
+        return self.program(*self.args) if state is None else state
 
 
 class Tracing:
@@ -192,6 +215,11 @@ class Tracing:
     def options(self) -> dict[str, Any]:
         """The run's XLA options (``compiler_options``); {} once XLA refused them."""
         return compiler_options(self.algo.env_spec, self.config.fast_compile)
+
+    @cached_property
+    def init_options(self) -> dict[str, Any]:
+        """init's XLA options (``init_compiler_options``); {} once XLA refused any."""
+        return init_compiler_options(self.algo.env_spec, self.config.fast_compile)
 
 
 def chunk_program(
@@ -272,10 +300,10 @@ def lower_init(parts: Tracing, args: tuple) -> Any:
     ).lower(*args)
 
 
-def compile_lowered(parts: Tracing, lowered: Any) -> Any:
-    """``lowered`` compiled with the run's XLA options. Options XLA refuses are dropped,
-    for every program after it too."""
-    options = parts.options
+def compile_lowered(parts: Tracing, lowered: Any, init: bool = False) -> Any:
+    """``lowered`` compiled with the run's XLA options (init's, with ``init``). Options
+    XLA refuses are dropped, for every program after it too."""
+    options = parts.init_options if init else parts.options
     try:
         return lowered.compile(options)
     except Exception as e:  # an XLA release without the option: run without it
@@ -285,7 +313,7 @@ def compile_lowered(parts: Tracing, lowered: Any) -> Any:
             f"nnxrl: XLA options {options} not accepted ({e}); Craftax resets on CPU will be slow",
             file=sys.stderr,
         )
-        parts.options = {}
+        parts.options = parts.init_options = {}
         return lowered.compile({})
 
 

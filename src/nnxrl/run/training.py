@@ -230,7 +230,7 @@ def compile_and_run(
     t0 = time.perf_counter()
     said = "compiling the programs, or loading them if this config ran before"
     with nullcontext() if quiet else waiting(said, sys.stdout):
-        programs = compile_programs(config)
+        programs = compile_programs(config, run_init=start.update == 0)
     compile_seconds = time.perf_counter() - t0
     if not quiet:
         done = "loaded the compiled programs" if programs.loaded else "compiled"
